@@ -1,0 +1,102 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { newId, newSecret } from '../core/ids.ts';
+import type { TokensRepo, TokenSummary } from '../storage/repos/tokens-repo.ts';
+
+/** Who a request acts for. The admin token acts as the user `admin` outside /admin. */
+export interface Principal {
+  userId: string;
+  tokenId: string;
+  isAdmin: boolean;
+}
+
+export interface CreatedToken extends TokenSummary {
+  token: string;
+}
+
+export const ADMIN_USER_ID = 'admin';
+const TOKEN_PREFIX = 'gg-';
+/** How long a known token is trusted without the database; bounds how late another instance sees a delete. */
+const POSITIVE_TTL_MS = 60_000;
+/** Unknown tokens are remembered briefly so a flood of bad tokens does not reach the database. */
+const NEGATIVE_TTL_MS = 5_000;
+const MAX_CACHE_ENTRIES = 100_000;
+
+export function hashToken(token: string): string {
+  return createHash('sha256').update(token).digest('hex');
+}
+
+interface CacheEntry {
+  principal: Principal | undefined;
+  expiresAt: number;
+}
+
+/** API tokens: created once in plain text, stored hashed, looked up through a cache. */
+export class TokenService {
+  private readonly cache = new Map<string, CacheEntry>();
+
+  constructor(
+    private readonly repo: TokensRepo,
+    private readonly adminTokenHash: string,
+  ) {}
+
+  async create(userId: string, name?: string): Promise<CreatedToken> {
+    const token = TOKEN_PREFIX + newSecret();
+    const row = { id: newId('tok'), user_id: userId, name: name ?? null, token_hash: hashToken(token), created_at: Date.now() };
+    await this.repo.insert(row);
+    return { id: row.id, user_id: row.user_id, name: row.name, created_at: row.created_at, token };
+  }
+
+  list(): Promise<TokenSummary[]> {
+    return this.repo.list();
+  }
+
+  /** Deletes a token and forgets it at once in this process; answers false when unknown. */
+  async delete(id: string): Promise<boolean> {
+    const hash = await this.repo.delete(id);
+    if (hash === undefined) return false;
+    this.cache.delete(hash);
+    return true;
+  }
+
+  isAdminToken(token: string): boolean {
+    const a = Buffer.from(hashToken(token), 'hex');
+    return timingSafeEqual(a, Buffer.from(this.adminTokenHash, 'hex'));
+  }
+
+  /** The principal of a bearer token, or undefined when it is unknown. */
+  async authenticate(token: string): Promise<Principal | undefined> {
+    const hash = hashToken(token);
+    const now = Date.now();
+    const cached = this.cache.get(hash);
+    if (cached && cached.expiresAt > now) return cached.principal;
+    let principal: Principal | undefined;
+    if (hash === this.adminTokenHash) principal = { userId: ADMIN_USER_ID, tokenId: 'admin', isAdmin: true };
+    else {
+      const row = await this.repo.findByHash(hash);
+      principal = row ? { userId: row.user_id, tokenId: row.id, isAdmin: false } : undefined;
+    }
+    if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
+    this.cache.set(hash, { principal, expiresAt: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });
+    return principal;
+  }
+}
+
+/**
+ * The admin token: ADMIN_TOKEN when set; otherwise generated on first start, its hash kept
+ * in DATA_DIR, and the plain value handed back once so it can be printed.
+ */
+export function resolveAdminToken(dataDir: string, configured: string | undefined): { hash: string; createdToken?: string } {
+  if (configured) return { hash: hashToken(configured) };
+  const file = path.join(dataDir, 'admin-token.sha256');
+  try {
+    return { hash: fs.readFileSync(file, 'utf8').trim() };
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+  }
+  const token = 'gg-admin-' + newSecret();
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(file, hashToken(token) + '\n', { mode: 0o600 });
+  return { hash: hashToken(token), createdToken: token };
+}

@@ -1,0 +1,88 @@
+import { parseArgs } from 'node:util';
+import pino from 'pino';
+import { loadSettings, SettingsError } from './config/settings.ts';
+import { CatalogError } from './catalog/catalog.ts';
+import { runCatalogValidate } from './catalog/validate-command.ts';
+import { openDb } from './storage/db.ts';
+import { TokensRepo } from './storage/repos/tokens-repo.ts';
+import { TokenService, resolveAdminToken } from './auth/tokens.ts';
+import { startServer } from './main.ts';
+
+const USAGE = `usage:
+  gengate serve                                 serve the API (settings from the environment)
+  gengate token create --user ID [--name NAME]  create an API token for a user (printed once)
+  gengate catalog validate FILE                 check a model catalog file`;
+
+const out = (line: string) => process.stdout.write(line + '\n');
+const err = (line: string) => process.stderr.write(line + '\n');
+
+async function serve(): Promise<void> {
+  const settings = loadSettings();
+  const logger = pino({ level: settings.logLevel });
+  const server = await startServer(settings, logger);
+  const providers = Object.keys(settings.config.providers ?? {});
+  out(`Gengate listening on ${server.url}`);
+  out(providers.length === 0
+    ? 'No providers configured: every catalog model is served by the built-in local engine (offline).'
+    : `Providers configured: ${providers.join(', ')}.`);
+  if (server.createdAdminToken) {
+    out(`Admin token (shown once; its hash is kept in ${settings.dataDir}): ${server.createdAdminToken}`);
+    out(`Try: curl -H "Authorization: Bearer ${server.createdAdminToken}" "${server.url}/v1/models/list?type=text_to_model"`);
+  }
+  let stopping = false;
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down');
+    server.close().then(() => process.exit(0), (e: unknown) => {
+      logger.error({ err: e }, 'shutdown failed');
+      process.exit(1);
+    });
+  };
+  process.on('SIGINT', () => stop('SIGINT'));
+  process.on('SIGTERM', () => stop('SIGTERM'));
+}
+
+async function createToken(args: string[]): Promise<number> {
+  const { values } = parseArgs({ args, options: { user: { type: 'string' }, name: { type: 'string' } } });
+  if (!values.user) {
+    err('token create: --user ID is required');
+    return 2;
+  }
+  const settings = loadSettings();
+  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema });
+  try {
+    const tokens = new TokenService(new TokensRepo(db), resolveAdminToken(settings.dataDir, settings.adminToken).hash);
+    const created = await tokens.create(values.user, values.name);
+    out(JSON.stringify(created));
+    return 0;
+  } finally {
+    await db.close();
+  }
+}
+
+async function main(argv: string[]): Promise<number | undefined> {
+  const [command, sub, ...rest] = argv;
+  if (command === 'serve' || command === undefined) {
+    await serve();
+    return undefined;
+  }
+  if (command === 'token' && sub === 'create') return createToken(rest);
+  if (command === 'catalog' && sub === 'validate' && rest.length === 1) return runCatalogValidate(rest[0], out);
+  err(USAGE);
+  return 2;
+}
+
+main(process.argv.slice(2)).then(
+  (code) => {
+    if (code !== undefined) process.exitCode = code;
+  },
+  (e: unknown) => {
+    if (e instanceof CatalogError) {
+      err('the model catalog is invalid; refusing to start:');
+      for (const line of e.lines) err(line);
+    } else if (e instanceof SettingsError) err(`invalid settings: ${e.message}`);
+    else err(`gengate: ${e instanceof Error ? e.stack : String(e)}`);
+    process.exitCode = 1;
+  },
+);

@@ -1,0 +1,146 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import { Type, type Static } from 'typebox';
+import { Value } from 'typebox/value';
+
+/** Connection and behaviour of one upstream provider, from GENGATE_CONFIG. */
+export const ProviderSettings = Type.Object({
+  /** Upstream base URL, e.g. https://api.openai.com/v1. */
+  base_url: Type.Optional(Type.String({ minLength: 1 })),
+  /** Name of the environment variable that holds the API key (never the key itself). */
+  api_key_env: Type.Optional(Type.String({ minLength: 1 })),
+  /** Per-request timeout towards the upstream. */
+  timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Concurrent upstream requests allowed for this provider. */
+  concurrency: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Retries of transient upstream failures (connection errors, 429, 5xx). */
+  retry: Type.Optional(Type.Object({
+    attempts: Type.Optional(Type.Integer({ minimum: 0 })),
+    base_delay_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+    max_delay_ms: Type.Optional(Type.Integer({ minimum: 0 })),
+  }, { additionalProperties: false })),
+}, { additionalProperties: false });
+export type ProviderSettings = Static<typeof ProviderSettings>;
+
+/** Deployment override of one catalog model, keyed by alias; live values win over the catalog. */
+export const ModelOverride = Type.Object({
+  enabled: Type.Optional(Type.Boolean()),
+  disabled_reason: Type.Optional(Type.String()),
+  disabled_until: Type.Optional(Type.String()),
+  /** Capability values merged over the catalog's, per capability key. */
+  capabilities: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()))),
+}, { additionalProperties: false });
+export type ModelOverride = Static<typeof ModelOverride>;
+
+/** The task callback of spec document 1 (CONTRACT §6). */
+export const CallbackSettings = Type.Object({
+  callback_url: Type.Optional(Type.String()),
+  callback_secret: Type.Optional(Type.String()),
+  callback_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  callback_retry_delays_ms: Type.Optional(Type.Array(Type.Integer({ minimum: 0 }))),
+}, { additionalProperties: false });
+export type CallbackSettings = Static<typeof CallbackSettings>;
+
+/** The JSON document in GENGATE_CONFIG. */
+export const GengateConfig = Type.Object({
+  providers: Type.Optional(Type.Record(Type.String(), ProviderSettings)),
+  models: Type.Optional(Type.Record(Type.String(), ModelOverride)),
+  callback: Type.Optional(CallbackSettings),
+  limits: Type.Optional(Type.Object({
+    /** Largest accepted file, in bytes (default 20 MB). */
+    max_file_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Largest accepted JSON body, in bytes. */
+    max_json_bytes: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** How long uploaded files live, in milliseconds (default 24 h). */
+    file_retention_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  }, { additionalProperties: false })),
+}, { additionalProperties: false });
+export type GengateConfig = Static<typeof GengateConfig>;
+
+/** Every setting of the process, read from the environment once at boot (CONTRACT §1). */
+export interface Settings {
+  port: number;
+  host: string;
+  realtimePort: number | undefined;
+  dataDir: string;
+  databaseUrl: string | undefined;
+  redisUrl: string | undefined;
+  /** PUBLIC_BASE_URL when set; otherwise the listening address is used. */
+  publicBaseUrl: string | undefined;
+  /** PostgreSQL schema (DATABASE_SCHEMA) holding the tables; default the connection's search path. */
+  databaseSchema: string | undefined;
+  adminToken: string | undefined;
+  catalogPath: string | undefined;
+  config: GengateConfig;
+  localEngineMinDurationMs: number;
+  syncTimeoutMs: number;
+  maxFileBytes: number;
+  maxJsonBytes: number;
+  fileRetentionMs: number;
+  logLevel: string;
+}
+
+export class SettingsError extends Error {}
+
+function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min = 0): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min) throw new SettingsError(`${name}: expected an integer >= ${min}, got "${raw}"`);
+  return n;
+}
+
+/** GENGATE_CONFIG holds the JSON itself, or the path of a file holding it. */
+function parseConfig(raw: string | undefined): GengateConfig {
+  if (raw === undefined || raw.trim() === '') return {};
+  let text = raw;
+  if (!raw.trimStart().startsWith('{')) {
+    try {
+      text = fs.readFileSync(raw.trim(), 'utf8');
+    } catch (err) {
+      throw new SettingsError(`GENGATE_CONFIG: neither JSON nor a readable file (${(err as Error).message})`);
+    }
+  }
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new SettingsError(`GENGATE_CONFIG: not valid JSON (${(err as Error).message})`);
+  }
+  const errors = [...Value.Errors(GengateConfig, data)];
+  if (errors.length > 0) {
+    // An extra key is reported twice (at the key and at its object); keep the line naming the key.
+    const lines = errors
+      .filter((e) => e.keyword !== 'additionalProperties')
+      .map((e) => `GENGATE_CONFIG${e.instancePath.replaceAll('/', '.')}: ${e.message === 'schema is false' ? 'unknown key' : e.message}`);
+    throw new SettingsError([...new Set(lines)].join('\n'));
+  }
+  return data as GengateConfig;
+}
+
+/** Reads and checks the settings; throws SettingsError naming the bad variable. */
+export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
+  const port = intSetting(env, 'PORT', 8080);
+  const host = env.HOST || '127.0.0.1';
+  const config = parseConfig(env.GENGATE_CONFIG);
+  const realtimePort = env.REALTIME_PORT ? intSetting(env, 'REALTIME_PORT', 0) : undefined;
+  return {
+    port,
+    host,
+    realtimePort,
+    dataDir: path.resolve(env.DATA_DIR || './data'),
+    databaseUrl: env.DATABASE_URL || undefined,
+    redisUrl: env.REDIS_URL || undefined,
+    publicBaseUrl: env.PUBLIC_BASE_URL ? env.PUBLIC_BASE_URL.replace(/\/+$/, '') : undefined,
+    databaseSchema: env.DATABASE_SCHEMA || undefined,
+    adminToken: env.ADMIN_TOKEN || undefined,
+    catalogPath: env.CATALOG_PATH || undefined,
+    config,
+    localEngineMinDurationMs: intSetting(env, 'LOCAL_ENGINE_MIN_DURATION_MS', 0),
+    syncTimeoutMs: intSetting(env, 'SYNC_TIMEOUT_MS', 300_000, 1),
+    maxFileBytes: config.limits?.max_file_bytes ?? 20 * 1024 * 1024,
+    maxJsonBytes: config.limits?.max_json_bytes ?? 32 * 1024 * 1024,
+    fileRetentionMs: config.limits?.file_retention_ms ?? 24 * 60 * 60 * 1000,
+    logLevel: env.LOG_LEVEL || 'info',
+  };
+}

@@ -1,0 +1,122 @@
+import { randomUUID } from 'node:crypto';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import multipart from '@fastify/multipart';
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { Ajv } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { ApiError } from '../core/errors.ts';
+import { registerErrorHandling } from './plugins/errors.ts';
+import { registerAuth } from './plugins/auth.ts';
+import { registerMetrics } from './plugins/metrics.ts';
+import { adminRoutes } from './routes/admin.ts';
+import { healthRoutes } from './routes/health.ts';
+import { modelRoutes } from './routes/models.ts';
+import { fileRoutes } from './routes/files.ts';
+import { assetRoutes } from './routes/assets.ts';
+import type { AppServices } from './services.ts';
+
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+const REQUEST_ID = /^[\w.:-]{1,128}$/;
+
+/** One access-log line per request, when it completes (not two, as Fastify's default writes). */
+class AccessLog extends LogController {
+  constructor() {
+    super({ requestIdLogLabel: 'request_id' });
+  }
+
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const line = { method: request.method, url: request.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 };
+    if (error) reply.log.error({ ...line, err: error }, 'request errored');
+    else reply.log.info(line, 'request');
+  }
+}
+
+function makeAjv(coerceTypes: boolean): Ajv {
+  // Bodies are taken as sent (a string is never a number); query and path values are text and get coerced.
+  const ajv = new Ajv({ coerceTypes: coerceTypes ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
+  addFormats(ajv);
+  return ajv;
+}
+
+function containsNul(value: unknown): boolean {
+  if (typeof value === 'string') return value.includes('\0');
+  if (Array.isArray(value)) return value.some(containsNul);
+  if (value && typeof value === 'object') return Object.entries(value).some(([k, v]) => k.includes('\0') || containsNul(v));
+  return false;
+}
+
+/** Builds the HTTP application over the given services; does not listen. */
+export async function buildApp(services: AppServices): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: services.logger as FastifyBaseLogger,
+    logController: new AccessLog(),
+    bodyLimit: services.settings.maxJsonBytes,
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+    },
+    routerOptions: { ignoreTrailingSlash: true },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+
+  // Bodies are JSON or multipart only; a text/plain body is a wrong content type, not a string.
+  app.removeContentTypeParser('text/plain');
+  // NUL characters are refused at the edge: PostgreSQL cannot store them and SQLite can, so
+  // letting them in would make the two stores answer differently.
+  const parseJson = app.getDefaultJsonParser('error', 'ignore');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    parseJson(request, body as string, (err, value) => {
+      if (!err && (body as string).includes('\\u0000') && containsNul(value)) done(new ApiError('invalid_parameter', 'text values cannot contain NUL characters'), undefined);
+      else done(err, value);
+    });
+  });
+  app.addHook('onRequest', async (request) => {
+    if (request.url.includes('%00')) throw new ApiError('invalid_parameter', 'the URL cannot contain NUL characters');
+  });
+
+  const bodyAjv = makeAjv(false);
+  const textAjv = makeAjv(true);
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+  });
+
+  registerErrorHandling(app);
+  const registry = registerMetrics(app);
+  app.addHook('onClose', async () => registry.clear());
+  registerAuth(app, services.tokens);
+
+  await app.register(multipart, {
+    limits: {
+      fileSize: services.settings.maxFileBytes,
+      // A base64 `file` field carries up to 4/3 of the byte limit plus a data-URI prefix.
+      fieldSize: Math.ceil((services.settings.maxFileBytes * 4) / 3) + 1024,
+      files: 32,
+      fields: 64,
+    },
+    throwFileSizeLimit: true,
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Gengate API', version: '1', description: 'One API in front of many generative-AI providers and workflow engines.' },
+      components: { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } } },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+
+  await app.register(healthRoutes(services));
+  await app.register(adminRoutes(services));
+  await app.register(modelRoutes(services));
+  await app.register(fileRoutes(services));
+  await app.register(assetRoutes(services));
+  return app;
+}

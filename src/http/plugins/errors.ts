@@ -1,0 +1,105 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, type ErrorShape } from '../../core/errors.ts';
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** Error body shape of this route; by default chosen from the URL prefix. */
+    errorShape?: ErrorShape;
+  }
+}
+
+interface AjvLikeError {
+  keyword: string;
+  instancePath: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** `/messages/0/role` → `messages[0].role`. */
+function fieldPath(pointer: string, child?: string): string {
+  const parts = pointer.split('/').slice(1).map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
+  if (child !== undefined) parts.push(child);
+  return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
+}
+
+function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
+  const first = err.validation![0] as unknown as AjvLikeError;
+  const context = err.validationContext ?? 'body';
+  let error: ApiError;
+  if (first.keyword === 'required') {
+    const param = fieldPath(first.instancePath, String(first.params.missingProperty));
+    error = new ApiError('missing_parameter', `${param} is required`, param);
+  } else if (first.keyword === 'additionalProperties') {
+    const param = fieldPath(first.instancePath, String(first.params.additionalProperty));
+    error = new ApiError('unsupported_parameter', `${param} is not a supported parameter`, param);
+  } else {
+    const param = fieldPath(first.instancePath) || null;
+    const allowed = first.keyword === 'enum' ? `: one of ${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` : '';
+    const where = param ?? (context === 'body' ? 'request body' : context);
+    error = new ApiError('invalid_parameter', `${where} ${first.message ?? 'is invalid'}${allowed}`, param);
+  }
+  // The asset registry keeps ComfyUI's two validation codes (CONTRACT §10); the field goes in details.
+  if (shape === 'asset') return new ApiError(context === 'querystring' ? 'INVALID_QUERY' : 'INVALID_BODY', error.message, error.param);
+  return error;
+}
+
+/** What busboy says of a multipart body it cannot parse (it has no error codes). */
+const MULTIPART_PARSE_ERROR = /^(Multipart: Boundary not found|Boundary required|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data)$/;
+/** PostgreSQL refusals of text that SQLite stores: NUL characters, invalid encodings. */
+const PG_BAD_TEXT = new Set(['22021', '22P05']);
+
+/** Maps anything thrown while handling a request to an ApiError. */
+export function toApiError(err: FastifyError, shape: ErrorShape): ApiError {
+  if (err instanceof ApiError) return err;
+  if (err.validation) return fromValidation(err, shape);
+  switch (err.code) {
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', `request body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('request_too_large', 'request body is too large');
+    case 'FST_REQ_FILE_TOO_LARGE':
+      // Each route has its own limit; the route's own check names it when it can.
+      return new ApiError('file_too_large', 'file is larger than the upload limit', 'file');
+    case 'FST_FILES_LIMIT':
+    case 'FST_PARTS_LIMIT':
+    case 'FST_FIELDS_LIMIT':
+      return new ApiError('invalid_request', `too many parts in the multipart body: ${err.message}`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+    case 'FST_INVALID_MULTIPART_CONTENT_TYPE':
+      return new ApiError('unsupported_content_type', `unsupported Content-Type: ${err.message}`);
+  }
+  if (err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === 'FST_MP_PREMATURE_CLOSE' || MULTIPART_PARSE_ERROR.test(err.message)) {
+    return new ApiError('invalid_request', `malformed multipart body: ${err.message}`);
+  }
+  if (typeof err.code === 'string' && PG_BAD_TEXT.has(err.code)) {
+    return new ApiError('invalid_request', 'a text value cannot be stored (it contains a NUL character or an invalid byte sequence)');
+  }
+  if (err instanceof SyntaxError && err.statusCode === 400) return new ApiError('invalid_json', `request body is not valid JSON: ${err.message}`);
+  if (err.statusCode && err.statusCode >= 400 && err.statusCode < 500) return new ApiError('invalid_request', err.message);
+  return new ApiError('internal_error', 'internal error');
+}
+
+export function errorShapeOf(request: FastifyRequest): ErrorShape {
+  const configured = request.routeOptions.config?.errorShape;
+  if (configured) return configured;
+  const url = request.routeOptions.url ?? request.url;
+  return url.startsWith('/api/') || url.startsWith('/upload/') ? 'asset' : 'api';
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
+  for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
+  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toBody(errorShapeOf(request)));
+}
+
+/** The only place errors become bodies (CONTRACT §3 and §10). */
+export function registerErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((err: FastifyError, request, reply) => {
+    const error = toApiError(err, errorShapeOf(request));
+    if (error.status >= 500) request.log.error({ err }, 'request failed');
+    return sendError(request, reply, error);
+  });
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, new ApiError('route_not_found', `no route ${request.method} ${request.url.split('?')[0]}`)),
+  );
+}

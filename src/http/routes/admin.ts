@@ -1,0 +1,71 @@
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { ApiError } from '../../core/errors.ts';
+import type { AppServices } from '../services.ts';
+
+const TokenSummary = Type.Object({
+  id: Type.String(),
+  user_id: Type.String(),
+  name: Type.Union([Type.String(), Type.Null()]),
+  created_at: Type.Number({ description: 'milliseconds since the epoch' }),
+});
+
+const CallbackConfig = Type.Object({
+  callback_url: Type.Optional(Type.String()),
+  callback_secret: Type.Optional(Type.String()),
+  callback_timeout_ms: Type.Integer(),
+  callback_retry_delays_ms: Type.Array(Type.Integer()),
+});
+
+const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T) => Type.Optional(Type.Union([schema, Type.Null()]));
+
+const security = [{ bearer: [] }];
+
+/** Admin API (CONTRACT §2): tokens and the task callback setting. */
+export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  app.post('/admin/tokens', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Create an API token for a user; the plain token is shown only in this answer',
+      security,
+      body: Type.Object({
+        user_id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\s]+$' }),
+        name: Type.Optional(Type.String({ maxLength: 200 })),
+      }, { additionalProperties: false }),
+      response: { 201: Type.Intersect([TokenSummary, Type.Object({ token: Type.String() })]) },
+    },
+  }, async (request, reply) => {
+    const created = await services.tokens.create(request.body.user_id, request.body.name);
+    return reply.code(201).send(created);
+  });
+
+  app.get('/admin/tokens', {
+    schema: { tags: ['admin'], summary: 'List API tokens (never the plain values)', security, response: { 200: Type.Object({ data: Type.Array(TokenSummary) }) } },
+  }, async () => ({ data: await services.tokens.list() }));
+
+  app.delete('/admin/tokens/:id', {
+    schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },
+  }, async (request, reply) => {
+    if (!(await services.tokens.delete(request.params.id))) throw new ApiError('token_not_found', `no token ${request.params.id}`, 'id');
+    return reply.code(204).send();
+  });
+
+  app.get('/admin/config', {
+    schema: { tags: ['admin'], summary: 'The task callback setting', security, response: { 200: CallbackConfig } },
+  }, async () => services.runtimeConfig.callback());
+
+  app.put('/admin/config', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Change the task callback setting; null resets a field',
+      security,
+      body: Type.Object({
+        callback_url: nullable(Type.String({ pattern: '^https?://' })),
+        callback_secret: nullable(Type.String({ minLength: 1 })),
+        callback_timeout_ms: nullable(Type.Integer({ minimum: 1, maximum: 600_000 })),
+        callback_retry_delays_ms: nullable(Type.Array(Type.Integer({ minimum: 0, maximum: 86_400_000 }), { maxItems: 10 })),
+      }, { additionalProperties: false }),
+      response: { 200: CallbackConfig },
+    },
+  }, async (request) => services.runtimeConfig.updateCallback(request.body));
+};

@@ -1,0 +1,22 @@
+import type { Logger } from 'pino';
+import type { Settings } from '../config/settings.ts';
+import type { RuntimeConfig } from '../config/runtime-config.ts';
+import type { Db } from '../storage/db.ts';
+import type { BlobStore } from '../storage/blobs/blob-store.ts';
+import type { TokenService } from '../auth/tokens.ts';
+import type { Catalog } from '../catalog/catalog.ts';
+import type { FileService } from '../files/file-service.ts';
+import type { AssetService } from '../assets/asset-service.ts';
+
+/** The shared services, created once at boot and handed to every route plugin. */
+export interface AppServices {
+  settings: Settings;
+  logger: Logger;
+  db: Db;
+  blobs: BlobStore;
+  tokens: TokenService;
+  runtimeConfig: RuntimeConfig;
+  catalog: Catalog;
+  files: FileService;
+  assets: AssetService;
+}

@@ -1,0 +1,85 @@
+import fs from 'node:fs';
+import path from 'node:path';
+import SQLite from 'better-sqlite3';
+import pg from 'pg';
+import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider } from 'kysely';
+import type { Database } from './schema.ts';
+import { migrations } from './migrations/index.ts';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Db {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export interface OpenDbOptions {
+  /** postgres://… selects PostgreSQL; otherwise embedded SQLite under dataDir. */
+  databaseUrl?: string;
+  dataDir: string;
+  /** PostgreSQL schema to use (tests isolate themselves in one); created when missing. */
+  pgSchema?: string;
+  poolSize?: number;
+}
+
+const INT8_OID = 20;
+const NUMERIC_OID = 1700;
+
+/** Opens the store and brings its schema up to date. */
+export async function openDb(opts: OpenDbOptions): Promise<Db> {
+  const db = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts) : openSqlite(opts.dataDir);
+  await migrateToLatest(db.kysely, opts.databaseUrl ? opts.pgSchema : undefined);
+  return db;
+}
+
+function openSqlite(dataDir: string): Db {
+  fs.mkdirSync(dataDir, { recursive: true });
+  const database = new SQLite(path.join(dataDir, 'gengate.db'));
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  // SQLite's own lower() folds ASCII only; case-insensitive search must fold like PostgreSQL's.
+  database.function('lower', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
+  return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+}
+
+async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
+  // Millisecond timestamps are int8; read them as numbers like SQLite does.
+  const types = {
+    getTypeParser: (oid: number, format?: 'text' | 'binary') =>
+      oid === INT8_OID || oid === NUMERIC_OID ? Number : pg.types.getTypeParser(oid, format as 'text'),
+  };
+  const schema = opts.pgSchema;
+  if (schema) {
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      await admin.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replaceAll('"', '')}"`);
+    } finally {
+      await admin.end();
+    }
+  }
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: opts.poolSize ?? 10,
+    types,
+    ...(schema ? { options: `-c search_path="${schema.replaceAll('"', '')}"` } : {}),
+  });
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
+}
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefined): Promise<void> {
+  // The migration bookkeeping lives beside the tables, so schemas sharing a database stay independent.
+  const migrator = new Migrator({ db: kysely, provider, ...(schema ? { migrationTableSchema: schema } : {}) });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) {
+    const failed = results?.find((r) => r.status === 'Error');
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
+  }
+}

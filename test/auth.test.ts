@@ -1,0 +1,150 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { runCli } from './support/cli.ts';
+
+describe('users, tokens and admin', () => {
+  let srv: TestServer;
+  before(async () => {
+    srv = await startTestServer();
+  });
+  after(() => srv.close());
+
+  it('creates a token shown once, lists tokens without plain values, deletes them', async () => {
+    const res = await srv.fetch('/admin/tokens', { method: 'POST', token: srv.adminToken, json: { user_id: 'alice', name: 'laptop' } });
+    assert.equal(res.status, 201);
+    const created = (await res.json()) as { id: string; token: string; user_id: string; name: string; created_at: number };
+    assert.equal(created.user_id, 'alice');
+    assert.equal(created.name, 'laptop');
+    assert.match(created.token, /^gg-[\w-]{43}$/);
+    assert.ok(Math.abs(created.created_at - Date.now()) < 60_000);
+
+    const list = (await (await srv.fetch('/admin/tokens', { token: srv.adminToken })).json()) as { data: Record<string, unknown>[] };
+    const listed = list.data.find((t) => t.id === created.id);
+    assert.deepEqual(listed, { id: created.id, user_id: 'alice', name: 'laptop', created_at: created.created_at });
+    assert.ok(!JSON.stringify(list).includes(created.token), 'plain token never listed');
+
+    assert.equal((await srv.fetch('/v1/models', { token: created.token })).status, 200);
+    const del = await srv.fetch(`/admin/tokens/${created.id}`, { method: 'DELETE', token: srv.adminToken });
+    assert.equal(del.status, 204);
+    // The token worked a moment ago (so it is cached); a delete must still take effect at once.
+    const after = await srv.fetch('/v1/models', { token: created.token });
+    assert.equal(after.status, 401);
+    assert.equal(((await after.json()) as { error: { type: string } }).error.type, 'authentication_error');
+
+    const again = await srv.fetch(`/admin/tokens/${created.id}`, { method: 'DELETE', token: srv.adminToken });
+    assert.equal(again.status, 404);
+  });
+
+  it('stores tokens hashed only', async () => {
+    const token = await srv.tokenFor('bob');
+    const db = fs.readFileSync(`${srv.dataDir}/gengate.db`);
+    const wal = fs.existsSync(`${srv.dataDir}/gengate.db-wal`) ? fs.readFileSync(`${srv.dataDir}/gengate.db-wal`) : Buffer.alloc(0);
+    assert.ok(!db.includes(token) && !wal.includes(token), 'the plain token is not in the database');
+  });
+
+  it('needs a bearer token on /v1, /api and /admin: 401 missing or unknown', async () => {
+    for (const path of ['/v1/models', '/v1/models/list', '/api/assets', '/admin/tokens']) {
+      let res = await srv.fetch(path);
+      assert.equal(res.status, 401, path);
+      res = await srv.fetch(path, { token: 'gg-unknown' });
+      assert.equal(res.status, 401, path);
+    }
+    const res = await srv.fetch('/v1/models', { headers: { authorization: 'Basic abc' } });
+    const body = (await res.json()) as { error: Record<string, unknown> };
+    assert.deepEqual(Object.keys(body.error).sort(), ['code', 'message', 'param', 'type']);
+    assert.equal(body.error.type, 'authentication_error');
+    assert.equal(body.error.code, 'missing_api_key');
+  });
+
+  it('cannot be walked around with an encoded or oddly written path', async () => {
+    const api = await srv.tokenFor('eve');
+    for (const path of ['/%61dmin/tokens', '/adm%69n/config', '/%76%31/models', '/v1/%6dodels/list', '/api/%61ssets']) {
+      const res = await fetch(srv.url + path);
+      assert.equal(res.status, 401, path);
+    }
+    assert.equal((await fetch(srv.url + '/%61dmin/tokens', { headers: { authorization: `Bearer ${api}` } })).status, 403);
+  });
+
+  it('refuses API tokens on /admin with 403 permission_error', async () => {
+    const token = await srv.tokenFor('carol');
+    const res = await srv.fetch('/admin/tokens', { token });
+    assert.equal(res.status, 403);
+    const body = (await res.json()) as { error: { type: string; code: string } };
+    assert.equal(body.error.type, 'permission_error');
+    assert.equal(body.error.code, 'admin_required');
+  });
+
+  it('keeps the callback setting with defaults, changes and resets it', async () => {
+    let res = await srv.fetch('/admin/config', { token: srv.adminToken });
+    assert.deepEqual(await res.json(), { callback_timeout_ms: 3000, callback_retry_delays_ms: [1000, 5000, 25000] });
+    res = await srv.fetch('/admin/config', {
+      method: 'PUT', token: srv.adminToken,
+      json: { callback_url: 'http://127.0.0.1:9/hook', callback_secret: 's3cret', callback_retry_delays_ms: [10, 20, 30] },
+    });
+    assert.equal(res.status, 200);
+    assert.deepEqual(await res.json(), { callback_timeout_ms: 3000, callback_retry_delays_ms: [10, 20, 30], callback_url: 'http://127.0.0.1:9/hook', callback_secret: 's3cret' });
+    res = await srv.fetch('/admin/config', { method: 'PUT', token: srv.adminToken, json: { callback_retry_delays_ms: null, callback_url: 'ftp://x' } });
+    assert.equal(res.status, 400);
+    res = await srv.fetch('/admin/config', { method: 'PUT', token: srv.adminToken, json: { callback_retry_delays_ms: null } });
+    assert.deepEqual(((await res.json()) as { callback_retry_delays_ms: number[] }).callback_retry_delays_ms, [1000, 5000, 25000]);
+  });
+
+  it('creates tokens from the command line that the server accepts', async () => {
+    const out = await runCli(['token', 'create', '--user', 'dave', '--name', 'cli'], { DATA_DIR: srv.dataDir });
+    assert.equal(out.code, 0, out.stderr);
+    const created = JSON.parse(out.stdout) as { token: string; user_id: string; name: string };
+    assert.equal(created.user_id, 'dave');
+    assert.equal(created.name, 'cli');
+    assert.equal((await srv.fetch('/v1/models', { token: created.token })).status, 200);
+    const missing = await runCli(['token', 'create'], { DATA_DIR: srv.dataDir });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /--user/);
+  });
+});
+
+describe('the admin token on first start', () => {
+  it('is generated, printed once with a first curl, and works on /admin and /v1', async () => {
+    const dataDir = tempDataDir();
+    const start = () => new Promise<{ token?: string; url: string; stop: () => Promise<void> }>((resolve, reject) => {
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+        env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
+      });
+      let stdout = '';
+      child.stdout.on('data', (d) => {
+        stdout += d;
+        const url = /listening on (\S+)/.exec(stdout)?.[1];
+        if (url && /offline|Providers/.test(stdout)) {
+          setTimeout(() => resolve({
+            url,
+            token: /Admin token[^:]*: (\S+)/.exec(stdout)?.[1],
+            stop: () => new Promise((r) => { child.on('close', () => r()); child.kill('SIGTERM'); }),
+          }), 100);
+        }
+      });
+      child.on('error', reject);
+      child.on('close', (code) => reject(new Error(`server exited ${code}: ${stdout}`)));
+    });
+    const first = await start();
+    try {
+      assert.ok(first.token, 'first start prints the admin token');
+      const res = await fetch(`${first.url}/admin/tokens`, { headers: { authorization: `Bearer ${first.token}` } });
+      assert.equal(res.status, 200);
+      const list = await fetch(`${first.url}/v1/models/list?type=text_to_model`, { headers: { authorization: `Bearer ${first.token}` } });
+      assert.equal(list.status, 200);
+    } finally {
+      await first.stop();
+    }
+    const second = await start();
+    try {
+      assert.equal(second.token, undefined, 'a later start does not print it again');
+      const res = await fetch(`${second.url}/admin/tokens`, { headers: { authorization: `Bearer ${first.token}` } });
+      assert.equal(res.status, 200, 'the stored admin token still works after a restart');
+    } finally {
+      await second.stop();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+});

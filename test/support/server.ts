@@ -1,0 +1,95 @@
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import pino from 'pino';
+import { loadSettings } from '../../src/config/settings.ts';
+import { startServer, type RunningServer } from '../../src/main.ts';
+
+export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+export interface TestServer {
+  url: string;
+  adminToken: string;
+  dataDir: string;
+  server: RunningServer;
+  /** Creates an API token for the user through the admin API. */
+  tokenFor(userId: string): Promise<string>;
+  /** fetch against the server with an optional bearer token. */
+  fetch(pathname: string, init?: RequestInit & { token?: string; json?: unknown }): Promise<Response>;
+  close(): Promise<void>;
+}
+
+/** A fresh DATA_DIR that is removed when the server closes. */
+export function tempDataDir(): string {
+  return fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-test-'));
+}
+
+/**
+ * Starts the real server in this process on a random port with an empty data directory.
+ * Only the given env is used (never the caller's DATABASE_URL by accident).
+ */
+export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+  const dataDir = env.DATA_DIR ?? tempDataDir();
+  const adminToken = env.ADMIN_TOKEN ?? `test-admin-${randomBytes(8).toString('hex')}`;
+  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken });
+  const server = await startServer(settings, pino({ level: 'silent' }));
+  const doFetch: TestServer['fetch'] = (pathname, init = {}) => {
+    const { token, json, ...rest } = init;
+    const headers = new Headers(rest.headers);
+    if (token) headers.set('authorization', `Bearer ${token}`);
+    let body = rest.body;
+    if (json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(json);
+    }
+    return fetch(server.url + pathname, { ...rest, headers, body });
+  };
+  return {
+    url: server.url,
+    adminToken,
+    dataDir,
+    server,
+    fetch: doFetch,
+    async tokenFor(userId) {
+      const res = await doFetch('/admin/tokens', { method: 'POST', token: adminToken, json: { user_id: userId } });
+      if (res.status !== 201) throw new Error(`token create failed: ${res.status} ${await res.text()}`);
+      return ((await res.json()) as { token: string }).token;
+    },
+    async close() {
+      await server.close();
+      if (!env.DATA_DIR) fs.rmSync(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * Env for a server on PostgreSQL in a schema of its own, or the reason PostgreSQL cannot be
+ * used. With REQUIRE_SERVICES=1 (CI) an unreachable server is an error, never a skip.
+ */
+export async function postgresEnv(): Promise<{ env: Record<string, string> } | { skip: string }> {
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+  } catch (err) {
+    const reason = `PostgreSQL not reachable at ${PG_URL} (${(err as Error).message}); skipping the PostgreSQL run`;
+    if (process.env.REQUIRE_SERVICES === '1') throw new Error(reason);
+    return { skip: reason };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+  return { env: { DATABASE_URL: PG_URL, DATABASE_SCHEMA: `test_${randomBytes(6).toString('hex')}` } };
+}
+
+/** Drops a test schema created by postgresEnv. */
+export async function dropSchema(schema: string): Promise<void> {
+  const client = new pg.Client({ connectionString: PG_URL });
+  await client.connect();
+  try {
+    await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+  } finally {
+    await client.end();
+  }
+}
