@@ -1,0 +1,204 @@
+/**
+ * Loading the model catalog (spec document 3): read the file, validate it, apply the
+ * deployment's model overrides (GENGATE_CONFIG `models`), validate again, and derive each
+ * model's live state (enabled, disabled_reason, disabled_until).
+ */
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { GengateConfig, ModelOverride } from '../config/settings.ts';
+import type { Capabilities } from './capabilities.ts';
+import { CAPABILITY_NAMES, validateCatalog, type CapabilityName, type ModelStatus } from './schema.ts';
+
+export { CAPABILITY_NAMES, validateCatalog, type CapabilityName, type ModelStatus };
+export type * from './capabilities.ts';
+
+/** The catalog shipped with Gengate, used when CATALOG_PATH is not set. */
+export const BUILTIN_CATALOG_PATH = fileURLToPath(new URL('./builtin-catalog.json', import.meta.url));
+
+/** Alias of the built-in catalog's image model that serves requests naming no model (e.g. POST /v1/ai/generations). */
+export const DEFAULT_IMAGE_MODEL = 'seedream-4.0';
+
+/** Provider code that never needs a providers-config entry: the built-in offline engine. */
+const LOCAL_PROVIDER = 'local';
+
+export interface CatalogProvider {
+  code: string;
+  name: string;
+  displayName: string;
+  iconPath?: string;
+}
+
+export interface BaseModel {
+  catalogKey: string;
+  seedKey?: string;
+  providerCode: string;
+  displayName: string;
+  alias: string;
+  /** The upstream model or version string; for 3D it selects the family rules (CONTRACT §11). */
+  defaultRealModelName: string;
+  modelTypes: CapabilityName[];
+  iconPath?: string;
+  description?: string;
+  capabilities: Capabilities;
+  status: ModelStatus;
+}
+
+/** A catalog model after deployment overrides, with its live availability. */
+export interface LiveModel extends BaseModel {
+  enabled: boolean;
+  disabled_reason?: string;
+  disabled_until?: string;
+}
+
+export interface CatalogDocument {
+  schemaVersion: 1;
+  providers: CatalogProvider[];
+  baseModels: BaseModel[];
+}
+
+/** A catalog that cannot be used; `lines` are `<JSON path>: <message>`, one per problem. */
+export class CatalogError extends Error {
+  readonly lines: string[];
+
+  constructor(lines: string[], source?: string) {
+    super(`${source ? `${source}: ` : ''}invalid model catalog\n${lines.join('\n')}`);
+    this.name = 'CatalogError';
+    this.lines = lines;
+  }
+}
+
+/** Reads and parses a catalog file; an unreadable file or bad JSON is a CatalogError with one `$: …` line. */
+export function readCatalogFile(path: string): unknown {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new CatalogError([`$: cannot read the file (${(err as Error).message})`], path);
+  }
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new CatalogError([`$: not valid JSON (${(err as Error).message})`], path);
+  }
+}
+
+const CONFIG_MODELS_PATH = 'GENGATE_CONFIG.models';
+
+function configPath(alias: string): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(alias) ? `${CONFIG_MODELS_PATH}.${alias}` : `${CONFIG_MODELS_PATH}[${JSON.stringify(alias)}]`;
+}
+
+/**
+ * Merges each override's capability values over the catalog's, per capability key and field.
+ * A field set to null removes the catalog's value (JSON merge-patch style), so a deployment
+ * can drop a limit, not only change it. Returns the merged document and one line per
+ * override naming an alias the catalog does not have.
+ */
+export function applyModelOverrides(
+  document: CatalogDocument,
+  overrides: Record<string, ModelOverride> | undefined,
+): { document: CatalogDocument; lines: string[]; overriddenIndexes: Map<number, string> } {
+  const merged = structuredClone(document);
+  const lines: string[] = [];
+  const overriddenIndexes = new Map<number, string>();
+  for (const [alias, override] of Object.entries(overrides ?? {})) {
+    const index = merged.baseModels.findIndex((m) => m.alias === alias);
+    if (index < 0) {
+      lines.push(`${configPath(alias)}: no catalog model has this alias`);
+      continue;
+    }
+    overriddenIndexes.set(index, alias);
+    const model = merged.baseModels[index];
+    const capabilities = model.capabilities as Record<string, Record<string, unknown>>;
+    for (const [key, fields] of Object.entries(override.capabilities ?? {})) {
+      const current = capabilities[key];
+      const value: Record<string, unknown> =
+        current !== null && typeof current === 'object' ? { ...current } : { type: key };
+      for (const [field, fieldValue] of Object.entries(fields)) {
+        if (fieldValue === null) delete value[field];
+        else value[field] = structuredClone(fieldValue);
+      }
+      capabilities[key] = value;
+    }
+  }
+  return { document: merged, lines, overriddenIndexes };
+}
+
+/** The live state of one model: offline, switched off by the deployment, or its provider unconfigured. */
+function liveState(
+  model: BaseModel,
+  override: ModelOverride | undefined,
+  config: GengateConfig,
+): Pick<LiveModel, 'enabled' | 'disabled_reason' | 'disabled_until'> {
+  if (override?.enabled === false) {
+    return {
+      enabled: false,
+      ...(override.disabled_reason !== undefined ? { disabled_reason: override.disabled_reason } : {}),
+      ...(override.disabled_until !== undefined ? { disabled_until: override.disabled_until } : {}),
+    };
+  }
+  if (model.status === 'offline') {
+    return { enabled: false, disabled_reason: override?.disabled_reason ?? 'model is offline' };
+  }
+  // CONTRACT §1: once a providers config exists, models of providers it does not name are listed but disabled.
+  if (config.providers !== undefined && model.providerCode !== LOCAL_PROVIDER && !(model.providerCode in config.providers)) {
+    return { enabled: false, disabled_reason: 'provider not configured' };
+  }
+  return { enabled: true };
+}
+
+/** The loaded catalog: providers and live models, looked up by alias or capability type. */
+export class Catalog {
+  readonly providers: CatalogProvider[];
+  readonly models: LiveModel[];
+  readonly #byAlias: Map<string, LiveModel>;
+
+  constructor(document: CatalogDocument, config: GengateConfig = {}) {
+    this.providers = document.providers;
+    this.models = document.baseModels.map((model) => ({
+      ...model,
+      ...liveState(model, config.models?.[model.alias], config),
+    }));
+    this.#byAlias = new Map(this.models.map((m) => [m.alias, m]));
+  }
+
+  /** The model with this alias, enabled or not. */
+  find(alias: string): LiveModel | undefined {
+    return this.#byAlias.get(alias);
+  }
+
+  /** Models that declare `type` in their modelTypes; every model for undefined or 'all'. */
+  list(type?: string): LiveModel[] {
+    if (type === undefined || type === 'all') return [...this.models];
+    return this.models.filter((m) => (m.modelTypes as string[]).includes(type));
+  }
+
+  provider(code: string): CatalogProvider | undefined {
+    return this.providers.find((p) => p.code === code);
+  }
+}
+
+/**
+ * Loads the catalog at `path` (the built-in one when undefined), applies the config's model
+ * overrides and returns it; throws CatalogError with every problem found.
+ */
+export function loadCatalog(opts: { path?: string; config: GengateConfig }): Catalog {
+  const source = opts.path ?? BUILTIN_CATALOG_PATH;
+  const data = readCatalogFile(source);
+  const lines = validateCatalog(data);
+  if (lines.length > 0) throw new CatalogError(lines, source);
+
+  const { document, lines: overrideLines, overriddenIndexes } = applyModelOverrides(
+    data as CatalogDocument,
+    opts.config.models,
+  );
+  // Overrides may break a rule the file kept; say which override did it.
+  const mergedLines = validateCatalog(document).map((line) => {
+    const index = /^\$\.baseModels\[(\d+)\]/.exec(line)?.[1];
+    const alias = index === undefined ? undefined : overriddenIndexes.get(Number(index));
+    return alias === undefined ? line : `${line} (after the override in ${configPath(alias)})`;
+  });
+  const allLines = [...overrideLines, ...mergedLines];
+  if (allLines.length > 0) throw new CatalogError(allLines, source);
+  return new Catalog(document, opts.config);
+}
