@@ -1,0 +1,117 @@
+import type { Readable } from 'node:stream';
+import mime from 'mime-types';
+import { newSecret } from '../core/ids.ts';
+import type { BlobStore } from '../storage/blobs/blob-store.ts';
+import type { FilesRepo } from '../storage/repos/files-repo.ts';
+import type { FileRow } from '../storage/schema.ts';
+
+export interface StoredFile {
+  id: string;
+  fileName: string;
+  mimeType: string;
+  size: number;
+  url: string;
+  expiresAt: number;
+}
+
+export interface PendingFile {
+  id: string;
+  blobKey: string;
+  size: number;
+}
+
+export interface OpenedFile {
+  row: FileRow;
+  stream: Readable;
+}
+
+/** Content type from the file name, else from the leading bytes for the common image kinds. */
+export function guessMimeType(fileName: string | undefined, head?: Buffer): string {
+  const byName = fileName ? mime.lookup(fileName) : false;
+  if (byName) return byName;
+  if (head) {
+    if (head.subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]))) return 'image/png';
+    if (head[0] === 0xff && head[1] === 0xd8 && head[2] === 0xff) return 'image/jpeg';
+    if (head.subarray(0, 4).toString('latin1') === 'RIFF' && head.subarray(8, 12).toString('latin1') === 'WEBP') return 'image/webp';
+    if (head.subarray(0, 4).toString('latin1') === 'GIF8') return 'image/gif';
+  }
+  return 'application/octet-stream';
+}
+
+/**
+ * Temporary files served without a token under unguessable URLs (CONTRACT §8): uploads
+ * and generated outputs, deleted after the retention period.
+ */
+export class FileService {
+  constructor(
+    private readonly repo: FilesRepo,
+    private readonly blobs: BlobStore,
+    private readonly opts: { publicBaseUrl: () => string; retentionMs: number },
+  ) {}
+
+  urlOf(id: string, fileName: string): string {
+    return `${this.opts.publicBaseUrl()}/files/${id}/${encodeURIComponent(fileName)}`;
+  }
+
+  /** Writes bytes that are not yet registered (their name may only be known after them). */
+  async write(source: Readable | Buffer): Promise<PendingFile> {
+    const id = newSecret(18);
+    const blobKey = `files/${id}`;
+    const size = await this.blobs.put(blobKey, source);
+    return { id, blobKey, size };
+  }
+
+  /** The first bytes of written content, for sniffing its type. */
+  async head(pending: PendingFile, bytes = 16): Promise<Buffer> {
+    const stream = await this.blobs.open(pending.blobKey);
+    if (!stream) return Buffer.alloc(0);
+    const chunks: Buffer[] = [];
+    let length = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      chunks.push(chunk);
+      length += chunk.length;
+      if (length >= bytes) break;
+    }
+    stream.destroy();
+    return Buffer.concat(chunks).subarray(0, bytes);
+  }
+
+  async discard(pending: PendingFile): Promise<void> {
+    await this.blobs.delete(pending.blobKey);
+  }
+
+  /** Makes written content a served file of the user, live for the retention period. */
+  async register(userId: string, pending: PendingFile, fileName: string, mimeType: string): Promise<StoredFile> {
+    const now = Date.now();
+    const row: FileRow = { id: pending.id, user_id: userId, file_name: fileName, mime_type: mimeType, size: pending.size, blob_key: pending.blobKey, created_at: now, expires_at: now + this.opts.retentionMs };
+    await this.repo.insert(row);
+    return { id: row.id, fileName, mimeType, size: row.size, url: this.urlOf(row.id, fileName), expiresAt: row.expires_at };
+  }
+
+  /** Writes and registers in one step, for content whose name is known up front. */
+  async store(userId: string, source: Readable | Buffer, fileName: string, mimeType: string): Promise<StoredFile> {
+    return this.register(userId, await this.write(source), fileName, mimeType);
+  }
+
+  /** The live file with that id and name, or undefined (unknown, expired or renamed). */
+  async open(id: string, fileName: string): Promise<OpenedFile | undefined> {
+    const row = await this.repo.findLive(id, Date.now());
+    if (!row || row.file_name !== fileName) return undefined;
+    const stream = await this.blobs.open(row.blob_key);
+    return stream ? { row, stream } : undefined;
+  }
+
+  /** Deletes expired files (bytes first, then the row); answers how many went. */
+  async sweep(now = Date.now()): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const batch = await this.repo.listExpired(now, 500);
+      for (const row of batch) {
+        await this.blobs.delete(row.blob_key);
+        await this.repo.delete(row.id);
+      }
+      removed += batch.length;
+      if (batch.length < 500) return removed;
+    }
+  }
+}
