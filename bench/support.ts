@@ -1,0 +1,60 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+
+export interface BenchServer {
+  url: string;
+  pid: number;
+  adminToken: string;
+  child: ChildProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts `gengate serve` as its own process (as an operator would) on a free port with a fresh DATA_DIR. */
+export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+  const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-bench-'));
+  const adminToken = 'bench-admin-token';
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+    env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const match = /listening on (\S+)/.exec(out);
+      if (match) resolve(match[1]);
+    });
+    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
+  });
+  return {
+    url,
+    pid: child.pid!,
+    adminToken,
+    child,
+    stop: () => new Promise((resolve) => {
+      child.on('exit', () => {
+        fs.rmSync(dataDir, { recursive: true, force: true });
+        resolve();
+      });
+      child.kill('SIGTERM');
+    }),
+  };
+}
+
+export async function createToken(server: BenchServer, userId: string): Promise<string> {
+  const res = await fetch(`${server.url}/admin/tokens`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${server.adminToken}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ user_id: userId }),
+  });
+  return ((await res.json()) as { token: string }).token;
+}
+
+/** Resident set size of a process in MB, from /proc. */
+export function rssMb(pid: number): number {
+  const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
+  const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
+  return kb / 1024;
+}
