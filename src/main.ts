@@ -15,6 +15,13 @@ import { AssetsRepo } from './storage/repos/assets-repo.ts';
 import { AssetService } from './assets/asset-service.ts';
 import { buildApp } from './http/app.ts';
 import type { AppServices } from './http/services.ts';
+import { InProcessEventBus } from './tasks/event-bus.ts';
+import { TasksRepo } from './storage/repos/tasks-repo.ts';
+import { DbTaskQueue } from './tasks/db-task-queue.ts';
+import { TaskService } from './tasks/task-service.ts';
+import { TaskRunner } from './tasks/task-runner.ts';
+import { GenerationService } from './tasks/generation-service.ts';
+import { createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -27,8 +34,13 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
-/** Boots everything from settings: catalog, store, services, HTTP server, background sweepers. */
-export async function startServer(settings: Settings, logger: Logger = pino({ level: settings.logLevel })): Promise<RunningServer> {
+/** Parts a caller may supply instead of the ones settings select (tests script engines this way). */
+export interface ServerParts {
+  engines?: EngineRegistry;
+}
+
+/** Boots everything from settings: catalog, store, services, HTTP server, workers, background sweepers. */
+export async function startServer(settings: Settings, logger: Logger = pino({ level: settings.logLevel }), parts: ServerParts = {}): Promise<RunningServer> {
   // The catalog is checked first so a bad file stops the start before anything is touched.
   const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema });
@@ -40,7 +52,16 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const files = new FileService(new FilesRepo(db), blobs, { publicBaseUrl: () => baseUrl, retentionMs: settings.fileRetentionMs });
 
   const assets = new AssetService(new AssetsRepo(db), blobs, { logger: logger.child({ component: 'assets' }) });
-  const services: AppServices = { settings, logger, db, blobs, tokens, runtimeConfig, catalog, files, assets };
+
+  const bus = new InProcessEventBus();
+  const tasksRepo = new TasksRepo(db);
+  const queue = new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: logger.child({ component: 'queue' }) });
+  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }) });
+  const engines = parts.engines ?? createEngineRegistry(settings);
+  const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
+  const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
+
+  const services: AppServices = { settings, logger, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations };
   const app = await buildApp(services);
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
@@ -52,6 +73,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(settings.fileRetentionMs / 4))));
   sweepTimer.unref();
   void sweep();
+  queue.start(runner.handle, settings.workerConcurrency);
 
   return {
     app,
@@ -60,7 +82,12 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     services,
     close: async () => {
       clearInterval(sweepTimer);
+      // Synchronous callers still waiting get the async body, so the HTTP server can close.
+      tasks.close();
       await app.close();
+      await queue.stop();
+      runner.close();
+      await bus.close();
       await db.close();
     },
   };

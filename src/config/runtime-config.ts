@@ -12,14 +12,23 @@ export const CALLBACK_DEFAULTS = { callback_timeout_ms: 3000, callback_retry_del
  * instance and every restart sees them; GENGATE_CONFIG gives the starting values.
  */
 export class RuntimeConfig {
+  private cached: { value: Promise<CallbackConfig>; until: number } | undefined;
+
   constructor(
     private readonly repo: SettingsRepo,
     private readonly initial: CallbackSettings = {},
+    /** Every task status change reads the callback; other instances' changes show within this time. */
+    private readonly cacheMs = 1000,
   ) {}
 
   async callback(): Promise<CallbackConfig> {
-    const stored = (await this.repo.get<CallbackSettings>(CALLBACK_KEY)) ?? {};
-    return { ...CALLBACK_DEFAULTS, ...this.initial, ...stored };
+    const now = Date.now();
+    if (!this.cached || this.cached.until <= now) {
+      const value = this.repo.get<CallbackSettings>(CALLBACK_KEY).then((stored) => ({ ...CALLBACK_DEFAULTS, ...this.initial, ...(stored ?? {}) }));
+      this.cached = { value, until: now + this.cacheMs };
+      value.catch(() => (this.cached = undefined));
+    }
+    return this.cached.value;
   }
 
   /** Merges the given fields over the current ones; null clears a field back to its default. */
@@ -31,6 +40,7 @@ export class RuntimeConfig {
       else if (value !== undefined) next[key] = value;
     }
     await this.repo.put(CALLBACK_KEY, next);
+    this.cached = undefined;
     return this.callback();
   }
 }

@@ -1,4 +1,5 @@
 import fs from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
@@ -78,6 +79,18 @@ export interface Settings {
   maxJsonBytes: number;
   fileRetentionMs: number;
   logLevel: string;
+  /** Names this process in task records (queue_status.server) and queue leases. */
+  instanceId: string;
+  /** Tasks one process runs at once. */
+  workerConcurrency: number;
+  /** How long a worker's claim on a task lasts without renewal before another worker may take it over. */
+  taskLeaseMs: number;
+  /** Prefix of every Redis key and channel, so deployments (and tests) can share one Redis. */
+  redisPrefix: string;
+  /** session.challenge.timeoutMs: the whole realtime handshake must finish within it. */
+  realtimeHandshakeTimeoutMs: number;
+  /** Interval of realtime heartbeats; a connection that misses one is dropped. */
+  realtimeHeartbeatMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -142,5 +155,11 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxJsonBytes: config.limits?.max_json_bytes ?? 32 * 1024 * 1024,
     fileRetentionMs: config.limits?.file_retention_ms ?? 24 * 60 * 60 * 1000,
     logLevel: env.LOG_LEVEL || 'info',
+    instanceId: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
+    workerConcurrency: intSetting(env, 'WORKER_CONCURRENCY', 16, 1),
+    taskLeaseMs: intSetting(env, 'TASK_LEASE_MS', 30_000, 100),
+    redisPrefix: env.REDIS_PREFIX || 'gengate',
+    realtimeHandshakeTimeoutMs: intSetting(env, 'REALTIME_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
+    realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
   };
 }

@@ -7,6 +7,9 @@ import type { TokenService } from '../auth/tokens.ts';
 import type { Catalog } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
+import type { EventBus } from '../tasks/event-bus.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import type { GenerationService } from '../tasks/generation-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -19,4 +22,8 @@ export interface AppServices {
   catalog: Catalog;
   files: FileService;
   assets: AssetService;
+  /** Task events between the parts of this process (and every instance, with Redis). */
+  bus: EventBus;
+  tasks: TaskService;
+  generations: GenerationService;
 }

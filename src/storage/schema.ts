@@ -8,6 +8,10 @@ export interface Database {
   asset_refs: AssetRefRow;
   asset_tags: AssetTagRow;
   asset_meta: AssetMetaRow;
+  tasks: TaskRow;
+  callback_deliveries: CallbackDeliveryRow;
+  callback_attempts: CallbackAttemptRow;
+  ws_tickets: WsTicketRow;
 }
 
 export interface UserRow {
@@ -97,4 +101,83 @@ export interface AssetMetaRow {
   val_num: number | null;
   val_bool: number | null;
   val_json: string | null;
+}
+
+/** A generation task; also the embedded queue's entry (claimable while submitted or its lease ran out). */
+export interface TaskRow {
+  id: string;
+  request_id: string;
+  owner_id: string;
+  /** X-Client-Id of the submit: realtime pushes go only to that client's sessions. */
+  client_id: string | null;
+  /** The generation endpoint, e.g. `images.generations`. */
+  endpoint: string;
+  /** Catalog alias (or workflow name) the request named. */
+  model: string;
+  provider: string;
+  /** DrawResponse.type: image, audio, video, text, 3d or file. */
+  output_type: string;
+  /** 1 when run by a built-in engine (cancellable), 0 for an external API provider. */
+  cancellable: number;
+  status: string;
+  progress: number;
+  /** Bumped by every change; updates are compare-and-set on it. */
+  version: number;
+  message: string | null;
+  /** original_error_message of the record. */
+  error_message: string | null;
+  /** JSON: the request's parameters (generate_info.input). */
+  input: string;
+  /** JSON TaskResult once there is output, usage or billing. */
+  result: string | null;
+  callback_url: string | null;
+  /** Instance that ran (or runs) the task. */
+  server: string | null;
+  /** Times a worker claimed the task. */
+  attempts: number;
+  lease_owner: string | null;
+  lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+  started_at: number | null;
+  finished_at: number | null;
+}
+
+/** One task status update to POST to the callback address (the outbox). */
+export interface CallbackDeliveryRow {
+  /** Also the `webhook-id` header, the same on every retry. */
+  id: string;
+  task_id: string;
+  /** The task version the body shows; deliveries of a task go out in this order. */
+  seq: number;
+  url: string;
+  body: string;
+  /** pending, delivered or failed (retries used up). */
+  state: string;
+  attempts: number;
+  next_attempt_at: number;
+  /** Set while a dispatcher is sending it, so two dispatchers never send it at once. */
+  lease_until: number | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One try at a delivery: what the receiver answered, or why it could not be reached. */
+export interface CallbackAttemptRow {
+  id: string;
+  delivery_id: string;
+  task_id: string;
+  /** 1 for the first try, 2–4 for the retries. */
+  attempt: number;
+  at: number;
+  http_status: number | null;
+  error: string | null;
+  duration_ms: number;
+}
+
+/** A single-use realtime ticket (POST /v1/realtime/tickets); only its sha256 is kept. */
+export interface WsTicketRow {
+  ticket_hash: string;
+  user_id: string;
+  expires_at: number;
 }

@@ -2,10 +2,12 @@ import type { Migration } from 'kysely';
 import * as foundation from './0001-foundation.ts';
 import * as assets from './0002-assets.ts';
 import * as assetUniqueness from './0003-asset-uniqueness.ts';
+import * as tasks from './0004-tasks.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
   '0001_foundation': foundation,
   '0002_assets': assets,
   '0003_asset_uniqueness': assetUniqueness,
+  '0004_tasks': tasks,
 };

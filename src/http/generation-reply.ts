@@ -1,0 +1,48 @@
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../core/errors.ts';
+import type { TaskRow } from '../storage/schema.ts';
+import { drawResponseOf, type DrawResponse } from '../tasks/task-record.ts';
+import type { GenerationOutcome } from '../tasks/generation-service.ts';
+
+const ASYNC_HEADERS = ['x-async', 'async'] as const;
+
+/** Async mode when `x-async` or `async` (any case) is `true` or `1` (spec document 1). */
+export function modeOf(request: FastifyRequest): 'sync' | 'async' {
+  for (const name of ASYNC_HEADERS) {
+    const value = request.headers[name];
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined && ['true', '1'].includes(first.trim().toLowerCase())) return 'async';
+  }
+  return 'sync';
+}
+
+/** X-Client-Id of the submit: realtime pushes of the task go to that client's sessions only. */
+export function clientIdOf(request: FastifyRequest): string | null {
+  const value = request.headers['x-client-id'];
+  const first = Array.isArray(value) ? value[0] : value;
+  return first?.trim() || null;
+}
+
+/** CONTRACT §4: the async submit body. */
+export function asyncBody(task: TaskRow): { task_id: string; request_id: string; status: 'submitted' } {
+  return { task_id: task.id, request_id: task.request_id, status: 'submitted' };
+}
+
+/**
+ * Answers a generation call (CONTRACT §4): the async body (200, or 202 when a sync wait ran
+ * out), the DrawResponse of a finished task plus `extra(draw)` fields, or the error of a task
+ * that failed (502 task_failed) or was rejected (422 task_rejected), each with its task_id.
+ */
+export function sendOutcome(reply: FastifyReply, outcome: GenerationOutcome, extra: (draw: DrawResponse) => Record<string, unknown> = () => ({})): FastifyReply {
+  const { task } = outcome;
+  if (outcome.kind === 'submitted') return reply.code(200).send(asyncBody(task));
+  if (outcome.kind === 'still_running') return reply.code(202).send(asyncBody(task));
+  const draw = drawResponseOf(task);
+  if (task.status === 'failed') {
+    throw new ApiError('task_failed', task.error_message ?? task.message ?? 'the task failed', null, { task_id: task.id, request_id: task.request_id });
+  }
+  if (task.status === 'rejected') {
+    throw new ApiError('task_rejected', task.message ?? 'the task was rejected', null, { task_id: task.id, request_id: task.request_id });
+  }
+  return reply.code(200).send({ ...draw, ...extra(draw) });
+}

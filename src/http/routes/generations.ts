@@ -1,0 +1,88 @@
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { DEFAULT_IMAGE_MODEL } from '../../catalog/catalog.ts';
+import { asyncBody, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import type { AppServices } from '../services.ts';
+
+const security = [{ bearer: [] }];
+const asyncHeaders = Type.Object({
+  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
+  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
+});
+
+const ImagesGenerationBody = Type.Object({
+  prompt: Type.String({ minLength: 1, description: 'prompt text' }),
+  model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
+  size: Type.Optional(Type.String({ pattern: '^[0-9]+x[0-9]+$', description: '<width>x<height>' })),
+  n: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
+  aspect_ratio: Type.Optional(Type.String({ pattern: '^[0-9]+:[0-9]+$' })),
+  resolution: Type.Optional(Type.Union([Type.Literal('1K'), Type.Literal('2K'), Type.Literal('4K'), Type.Literal('8K')])),
+  // Further parameters of the workflow behind the model are accepted as they are.
+}, { additionalProperties: true });
+
+const LegacyGenerationBody = Type.Object({
+  params: Type.Object({
+    prompt: Type.Optional(Type.String()),
+    width: Type.Optional(Type.Integer({ minimum: 1 })),
+    height: Type.Optional(Type.Integer({ minimum: 1 })),
+    seed: Type.Optional(Type.Integer()),
+  }, { additionalProperties: true, description: 'workflow-engine parameters; other keys accepted' }),
+  options: Type.Optional(Type.Object({ result_retrieval: Type.Optional(Type.String({ default: 'websocket' })) }, { additionalProperties: false })),
+  model: Type.Optional(Type.String({ minLength: 1, description: `default: ${DEFAULT_IMAGE_MODEL}` })),
+}, { additionalProperties: false });
+
+/** Image generation and the deprecated workflow submit (spec document 1, CONTRACT §4). */
+export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  app.post('/v1/images/generations', {
+    schema: {
+      tags: ['generation'],
+      summary: 'Generate images; waits for the result unless x-async is set',
+      description: 'Sync: the DrawResponse fields plus `created` and `data: [{url}]`; 202 with the async body past SYNC_TIMEOUT_MS. Async: `{task_id, request_id, status}`.',
+      security,
+      headers: asyncHeaders,
+      body: ImagesGenerationBody,
+    },
+  }, async (request, reply) => {
+    const { model, ...input } = request.body;
+    const outcome = await services.generations.generate({
+      ownerId: request.principal.userId,
+      clientId: clientIdOf(request),
+      requestId: request.id,
+      endpoint: 'images.generations',
+      capabilities: ['image_generate'],
+      outputType: 'image',
+      model,
+      input,
+    }, modeOf(request));
+    return sendOutcome(reply, outcome, (draw) => ({
+      created: Math.floor((draw.finished_at ?? Date.now()) / 1000),
+      data: draw.output.map((url) => ({ url })),
+    }));
+  });
+
+  app.post('/v1/ai/generations', {
+    schema: {
+      tags: ['generation'],
+      summary: 'Deprecated: submit a workflow task (always async); use /v1/images/generations with x-async',
+      deprecated: true,
+      security,
+      headers: asyncHeaders,
+      body: LegacyGenerationBody,
+    },
+  }, async (request, reply) => {
+    const outcome = await services.generations.generate({
+      ownerId: request.principal.userId,
+      clientId: clientIdOf(request),
+      requestId: request.id,
+      endpoint: 'ai.generations',
+      capabilities: ['image_generate'],
+      outputType: 'image',
+      model: request.body.model ?? DEFAULT_IMAGE_MODEL,
+      input: { ...request.body.params, ...(request.body.options ? { options: request.body.options } : {}) },
+    }, 'async');
+    return reply
+      .header('Deprecation', 'true')
+      .header('Link', '</v1/images/generations>; rel="successor-version"')
+      .send(asyncBody(outcome.task));
+  });
+};

@@ -1,0 +1,55 @@
+import { EventEmitter } from 'node:events';
+import type { TaskStatusRecord } from './task-record.ts';
+
+/** A status change, published after it was persisted. */
+export interface TaskStatusEvent {
+  taskId: string;
+  ownerId: string;
+  /** Only sessions of this client get the push, when the submit named one. */
+  clientId: string | null;
+  status: string;
+  /** The task version the record shows; a consumer may drop an event older than one it has seen. */
+  version: number;
+  record: TaskStatusRecord;
+}
+
+/** Messages the instances of a deployment exchange. */
+export interface BusTopics {
+  'task.status': TaskStatusEvent;
+  /** Whoever runs the task stops it (the record is already cancelled). */
+  'task.cancel': { taskId: string };
+  /** A user's answer to an agent's request for approval. */
+  'agent.approval': { taskId: string; userId: string; approved: boolean };
+}
+export type BusTopic = keyof BusTopics;
+
+/** Publish/subscribe between the parts of one process, or of every instance with Redis. */
+export interface EventBus {
+  publish<T extends BusTopic>(topic: T, message: BusTopics[T]): Promise<void>;
+  /** Answers the function that unsubscribes. */
+  subscribe<T extends BusTopic>(topic: T, handler: (message: BusTopics[T]) => void): () => void;
+  close(): Promise<void>;
+}
+
+/** The embedded default: one process, no network. */
+export class InProcessEventBus implements EventBus {
+  private readonly emitter = new EventEmitter();
+
+  constructor() {
+    // Every sync waiter and realtime gateway listens; the count is not a leak.
+    this.emitter.setMaxListeners(0);
+  }
+
+  async publish<T extends BusTopic>(topic: T, message: BusTopics[T]): Promise<void> {
+    this.emitter.emit(topic, message);
+  }
+
+  subscribe<T extends BusTopic>(topic: T, handler: (message: BusTopics[T]) => void): () => void {
+    this.emitter.on(topic, handler);
+    return () => this.emitter.off(topic, handler);
+  }
+
+  async close(): Promise<void> {
+    this.emitter.removeAllListeners();
+  }
+}

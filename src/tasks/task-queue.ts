@@ -1,0 +1,25 @@
+/** One claim on a task: the worker runs it while the claim holds. */
+export interface TaskClaim {
+  taskId: string;
+  /** 1 on the first run; more when the task is taken over after its worker stalled or died. */
+  attempt: number;
+  /** Aborted when this process lost the claim (its lease went to another worker) or is shutting down. */
+  signal: AbortSignal;
+}
+
+/** Runs one claimed task to its end; resolves when the worker is done with it. */
+export type TaskHandler = (claim: TaskClaim) => Promise<void>;
+
+/**
+ * Where submitted tasks wait for a worker: the database by default, Redis (BullMQ) with
+ * REDIS_URL. Both deliver each task to one worker at a time and hand the tasks of a
+ * worker that died to another.
+ */
+export interface TaskQueue {
+  /** Makes a stored, submitted task runnable. */
+  enqueue(taskId: string): Promise<void>;
+  /** Starts handing tasks to `handler`, at most `concurrency` at once. */
+  start(handler: TaskHandler, concurrency: number): void;
+  /** Stops taking tasks; running ones are aborted and handed back so they run again after a restart. */
+  stop(): Promise<void>;
+}

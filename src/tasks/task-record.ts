@@ -1,0 +1,148 @@
+import type { TaskRow } from '../storage/schema.ts';
+
+/** DrawResponse.mediaSize. */
+export interface MediaSize {
+  type: string;
+  width: number;
+  height: number;
+  status: number;
+}
+
+/** One output item (GeneralOutput). */
+export interface GeneralOutput {
+  type?: string;
+  url?: string;
+  b64_json?: string;
+  content?: string;
+  role?: string;
+  filename?: string;
+  mediaSize?: MediaSize;
+  uploaded?: boolean;
+  has_audio?: boolean;
+}
+
+export interface Usage {
+  total_tokens: number;
+  input_tokens: number;
+  output_tokens: number;
+}
+
+export interface BillingEntry {
+  billing_type: string;
+  billing_model: Record<string, unknown>;
+  generateParams: Record<string, unknown>;
+  platform: { name: string; id: string; code: string };
+  billing_params: Record<string, unknown>;
+  result: { token: number };
+}
+
+export interface NodeStatus {
+  executeId?: string;
+  nodeId?: string;
+  customWorkflowId?: string;
+  status?: string;
+  message?: string;
+  result?: Record<string, unknown>;
+  nodeData?: { params: Record<string, unknown> };
+}
+
+/** What a finished (or partly finished) run leaves in the task's `result` column. */
+export interface TaskResult {
+  output_content?: GeneralOutput[];
+  mediaSize?: MediaSize;
+  usage?: Usage;
+  billings?: BillingEntry[];
+  node_status?: NodeStatus;
+}
+
+/** DrawResponse: the `data` of queue_status and the body of a synchronous generation reply. */
+export interface DrawResponse {
+  task_id: string;
+  request_id: string;
+  status: string;
+  type: string;
+  output: string[];
+  output_content: GeneralOutput[];
+  billings: BillingEntry[];
+  message?: string;
+  original_error_message?: string;
+  started_at?: number;
+  finished_at?: number;
+  mediaSize?: MediaSize;
+  queue_info?: { queue: number; taskId: string };
+}
+
+export interface QueueStatus {
+  task_id: string;
+  request_id: string;
+  server?: string;
+  status: string;
+  queue?: number;
+  data: DrawResponse;
+  output_content: GeneralOutput[];
+  message?: string;
+  original_error_message?: string;
+  progress: number;
+}
+
+/** The task status record of spec document 1: the result body, the callback body, the realtime push. */
+export interface TaskStatusRecord {
+  queue_status: QueueStatus;
+  node_status?: NodeStatus;
+  usage?: Usage;
+  callback_url?: string;
+  user: { _id: string };
+  generate_info: { input: Record<string, unknown>; workflow: { _id: string } };
+  billings: BillingEntry[];
+}
+
+export function parseResult(row: Pick<TaskRow, 'result'>): TaskResult {
+  return row.result ? (JSON.parse(row.result) as TaskResult) : {};
+}
+
+/** DrawResponse of a task; `queue` (its position while waiting) only when known. */
+export function drawResponseOf(row: TaskRow, queue?: number): DrawResponse {
+  const result = parseResult(row);
+  const outputs = result.output_content ?? [];
+  return {
+    task_id: row.id,
+    request_id: row.request_id,
+    status: row.status,
+    type: row.output_type,
+    output: outputs.flatMap((o) => (o.url ? [o.url] : [])),
+    output_content: outputs,
+    billings: result.billings ?? [],
+    ...(row.message !== null ? { message: row.message } : {}),
+    ...(row.error_message !== null ? { original_error_message: row.error_message } : {}),
+    ...(row.started_at !== null ? { started_at: row.started_at } : {}),
+    ...(row.finished_at !== null ? { finished_at: row.finished_at } : {}),
+    ...(result.mediaSize ? { mediaSize: result.mediaSize } : {}),
+    ...(queue !== undefined ? { queue_info: { queue, taskId: row.id } } : {}),
+  };
+}
+
+/** The full task status record of a task row. */
+export function statusRecordOf(row: TaskRow, queue?: number): TaskStatusRecord {
+  const result = parseResult(row);
+  const data = drawResponseOf(row, queue);
+  return {
+    queue_status: {
+      task_id: row.id,
+      request_id: row.request_id,
+      ...(row.server !== null ? { server: row.server } : {}),
+      status: row.status,
+      ...(queue !== undefined ? { queue } : {}),
+      data,
+      output_content: data.output_content,
+      ...(row.message !== null ? { message: row.message } : {}),
+      ...(row.error_message !== null ? { original_error_message: row.error_message } : {}),
+      progress: row.progress,
+    },
+    ...(result.node_status ? { node_status: result.node_status } : {}),
+    ...(result.usage ? { usage: result.usage } : {}),
+    ...(row.callback_url !== null ? { callback_url: row.callback_url } : {}),
+    user: { _id: row.owner_id },
+    generate_info: { input: JSON.parse(row.input) as Record<string, unknown>, workflow: { _id: row.model } },
+    billings: result.billings ?? [],
+  };
+}

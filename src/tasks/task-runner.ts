@@ -1,0 +1,135 @@
+import type { Logger } from 'pino';
+import type { Catalog } from '../catalog/catalog.ts';
+import { isTerminal } from '../core/task-state.ts';
+import type { AssetService } from '../assets/asset-service.ts';
+import type { FileService } from '../files/file-service.ts';
+import type { EngineRegistry } from '../providers/registry.ts';
+import { TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
+import type { TaskRow } from '../storage/schema.ts';
+import type { EventBus } from './event-bus.ts';
+import type { TaskClaim } from './task-queue.ts';
+import type { GeneralOutput, TaskResult } from './task-record.ts';
+import type { TaskService } from './task-service.ts';
+
+/** Runs taken over after this many interrupted runs fail instead of trying again. */
+const MAX_ATTEMPTS = 3;
+
+class CancelledError extends Error {}
+
+/**
+ * Runs one claimed task: start, the engine's run with progress, storing its outputs, and the
+ * end state. A cancel (from any instance) aborts the engine; losing the claim or a shutdown
+ * aborts it too but leaves the task live, so it is resumed.
+ */
+export class TaskRunner {
+  private readonly running = new Map<string, AbortController>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly deps: {
+      tasks: TaskService;
+      catalog: Catalog;
+      engines: EngineRegistry;
+      files: FileService;
+      assets: AssetService;
+      bus: EventBus;
+      instanceId: string;
+      logger: Logger;
+    },
+  ) {
+    this.unsubscribe = deps.bus.subscribe('task.cancel', ({ taskId }) => this.running.get(taskId)?.abort(new CancelledError('cancelled')));
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+
+  readonly handle = async (claim: TaskClaim): Promise<void> => {
+    const row = await this.deps.tasks.load(claim.taskId);
+    if (!row || isTerminal(row.status)) return;
+    const log = this.deps.logger.child({ taskId: row.id, attempt: claim.attempt });
+    if (claim.attempt > MAX_ATTEMPTS) {
+      await this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
+      return;
+    }
+    const model = this.deps.catalog.find(row.model);
+    if (!model) {
+      await this.fail(row.id, `model ${row.model} is no longer in the catalog`);
+      return;
+    }
+    const engine = this.deps.engines.engineFor(model);
+    const job: GenerationJob = { taskId: row.id, ownerId: row.owner_id, endpoint: row.endpoint, model, input: JSON.parse(row.input) as Record<string, unknown>, attempt: claim.attempt };
+
+    const controller = new AbortController();
+    const onLost = () => controller.abort(claim.signal.reason);
+    claim.signal.addEventListener('abort', onLost, { once: true });
+    this.running.set(row.id, controller);
+    try {
+      if (row.status === 'submitted') {
+        try {
+          await engine.check?.(job);
+        } catch (err) {
+          if (!(err instanceof TaskRejectedError)) throw err;
+          await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message });
+          return;
+        }
+        const started = await this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId });
+        if (!started.ok) return;
+      } else {
+        log.info('resuming a task whose worker stopped');
+        await this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId });
+      }
+      const output = await engine.run(job, {
+        signal: controller.signal,
+        progress: async (percent, message) => {
+          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) });
+          // Ended meanwhile (cancelled elsewhere): stop the work.
+          if (!res.ok) controller.abort(new CancelledError(`task is ${res.row.status}`));
+        },
+      });
+      controller.signal.throwIfAborted();
+      const result = await this.store(row, output);
+      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result });
+    } catch (err) {
+      if (controller.signal.aborted) {
+        // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
+        const reason: unknown = controller.signal.reason;
+        if (!(reason instanceof CancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
+        return;
+      }
+      log.warn({ err }, 'task failed');
+      await this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err));
+    } finally {
+      claim.signal.removeEventListener('abort', onLost);
+      this.running.delete(row.id);
+    }
+  };
+
+  private async fail(taskId: string, message: string, original?: string): Promise<void> {
+    await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message });
+  }
+
+  /** Serves each file at a public URL and registers it as the owner's output asset. */
+  private async store(row: TaskRow, output: GenerationOutput): Promise<TaskResult> {
+    const items: GeneralOutput[] = [];
+    for (const file of output.files) {
+      const stored = await this.deps.files.store(row.owner_id, file.data, file.fileName, file.mimeType);
+      await this.deps.assets.registerOutput({ userId: row.owner_id, jobId: row.id, fileName: file.fileName, mimeType: file.mimeType, source: file.data });
+      items.push({
+        type: file.type,
+        url: stored.url,
+        filename: file.fileName,
+        ...(file.mediaSize ? { mediaSize: file.mediaSize } : {}),
+        ...(file.hasAudio !== undefined ? { has_audio: file.hasAudio } : {}),
+      });
+    }
+    for (const text of output.texts ?? []) items.push({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) });
+    return {
+      output_content: items,
+      ...(output.files[0]?.mediaSize ? { mediaSize: output.files[0].mediaSize } : {}),
+      ...(output.usage ? { usage: output.usage } : {}),
+      ...(output.billings ? { billings: output.billings } : {}),
+      ...(output.nodeStatus ? { node_status: output.nodeStatus } : {}),
+    };
+  }
+}

@@ -1,0 +1,254 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
+import { isTerminal, transition, type TaskChange, type TaskState, type TaskStatus } from '../core/task-state.ts';
+import type { RuntimeConfig } from '../config/runtime-config.ts';
+import type { CallbackDeliveryRow, TaskRow } from '../storage/schema.ts';
+import type { TasksRepo, TaskPatch } from '../storage/repos/tasks-repo.ts';
+import type { EventBus, TaskStatusEvent } from './event-bus.ts';
+import type { TaskQueue } from './task-queue.ts';
+import { parseResult, statusRecordOf, type TaskResult, type TaskStatusRecord } from './task-record.ts';
+
+/** What a generation endpoint asks to run. */
+export interface NewTask {
+  ownerId: string;
+  clientId: string | null;
+  requestId: string;
+  endpoint: string;
+  model: string;
+  provider: string;
+  outputType: string;
+  cancellable: boolean;
+  input: Record<string, unknown>;
+}
+
+export type TransitionResult = { ok: true; row: TaskRow; changed: boolean } | { ok: false; row: TaskRow; reason: 'terminal' | 'not_allowed' };
+
+/** Compare-and-set retries before a writer gives up; each retry means another writer made progress. */
+const MAX_CAS_RETRIES = 50;
+/** A sync waiter re-reads the store this often, in case an event went missing between instances. */
+const WAIT_RECHECK_MS = 2000;
+
+function stateOf(row: TaskRow): TaskState {
+  return {
+    status: row.status as TaskStatus,
+    progress: row.progress,
+    message: row.message,
+    errorMessage: row.error_message,
+    startedAt: row.started_at,
+    finishedAt: row.finished_at,
+  };
+}
+
+/**
+ * Tasks: creation, the status changes (every one persisted, with its callback delivery, then
+ * published), reading, cancelling and waiting for the end.
+ */
+export class TaskService {
+  private readonly waiters = new Map<string, Set<(row: TaskRow | undefined) => void>>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    private readonly repo: TasksRepo,
+    private readonly bus: EventBus,
+    private readonly queue: TaskQueue,
+    private readonly runtimeConfig: RuntimeConfig,
+    private readonly opts: { instanceId: string; logger: Logger; now?: () => number },
+  ) {
+    this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** Stores a submitted task (with its first callback delivery), announces it and queues it. */
+  async submit(spec: NewTask): Promise<TaskRow> {
+    const now = this.now();
+    const callback = await this.runtimeConfig.callback();
+    const row: TaskRow = {
+      id: newId('task'),
+      request_id: spec.requestId,
+      owner_id: spec.ownerId,
+      client_id: spec.clientId,
+      endpoint: spec.endpoint,
+      model: spec.model,
+      provider: spec.provider,
+      output_type: spec.outputType,
+      cancellable: spec.cancellable ? 1 : 0,
+      status: 'submitted',
+      progress: 0,
+      version: 1,
+      message: null,
+      error_message: null,
+      input: JSON.stringify(spec.input),
+      result: null,
+      callback_url: callback.callback_url ?? null,
+      server: null,
+      attempts: 0,
+      lease_owner: null,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+      started_at: null,
+      finished_at: null,
+    };
+    await this.repo.insert(row, this.deliveryOf(row, now));
+    await this.announce(row);
+    await this.queue.enqueue(row.id);
+    return row;
+  }
+
+  /** The task if it exists; no owner check (workers). */
+  async load(taskId: string): Promise<TaskRow | undefined> {
+    return this.repo.find(taskId);
+  }
+
+  /** The owner's task; another user's task is as unknown as a missing one (404). */
+  async get(ownerId: string, taskId: string): Promise<TaskRow> {
+    const row = await this.repo.find(taskId);
+    if (!row || row.owner_id !== ownerId) throw new ApiError('task_not_found', `no task ${taskId}`, 'taskId');
+    return row;
+  }
+
+  /** The task status record, with the queue position while the task waits. */
+  async record(ownerId: string, taskId: string): Promise<TaskStatusRecord> {
+    const row = await this.get(ownerId, taskId);
+    return statusRecordOf(row, row.status === 'submitted' ? await this.repo.queuePosition(row) : undefined);
+  }
+
+  /**
+   * Cancels the owner's task and tells whoever runs it to stop. A task that has ended answers
+   * 409 task_already_finished, also when it ended while this request was on its way.
+   */
+  async cancel(ownerId: string, taskId: string, reason = 'cancelled by the user'): Promise<TaskStatusRecord> {
+    const row = await this.get(ownerId, taskId);
+    if (isTerminal(row.status)) throw alreadyFinished(row);
+    if (!row.cancellable) throw new ApiError('task_not_cancellable', `task ${taskId} is run by an external API provider and cannot be cancelled`, 'taskId');
+    const outcome = await this.transition(taskId, { status: 'cancelled', message: reason });
+    if (!outcome.ok) throw alreadyFinished(outcome.row);
+    await this.bus.publish('task.cancel', { taskId });
+    return statusRecordOf(outcome.row);
+  }
+
+  /**
+   * The one way a task's status changes: applies the state machine to the stored task and
+   * writes the result compare-and-set, retrying when another writer got there first. The
+   * change and its callback delivery are persisted before the event is published.
+   */
+  async transition(taskId: string, change: TaskChange, extra: { result?: TaskResult; server?: string } = {}): Promise<TransitionResult> {
+    for (let i = 0; i < MAX_CAS_RETRIES; i++) {
+      const row = await this.repo.find(taskId);
+      if (!row) throw new Error(`task ${taskId} vanished`);
+      const now = this.now();
+      const outcome = transition(stateOf(row), change, now);
+      if (!outcome.ok) return { ok: false, row, reason: outcome.reason };
+      const result = extra.result ? JSON.stringify({ ...parseResult(row), ...extra.result }) : row.result;
+      const server = extra.server ?? row.server;
+      if (!outcome.changed && result === row.result && server === row.server) return { ok: true, row, changed: false };
+      const callbackUrl = (await this.runtimeConfig.callback()).callback_url ?? null;
+      const patch: TaskPatch = {
+        status: outcome.next.status,
+        progress: outcome.next.progress,
+        message: outcome.next.message,
+        error_message: outcome.next.errorMessage,
+        started_at: outcome.next.startedAt,
+        finished_at: outcome.next.finishedAt,
+        result,
+        server,
+        updated_at: now,
+        // The address configured now: an operator's change applies to the next update.
+        callback_url: callbackUrl,
+      };
+      const next: TaskRow = { ...row, ...patch, version: row.version + 1 };
+      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, now))) {
+        await this.announce(next);
+        return { ok: true, row: next, changed: true };
+      }
+    }
+    throw new Error(`task ${taskId}: gave up after ${MAX_CAS_RETRIES} conflicting updates`);
+  }
+
+  /**
+   * Resolves with the task once it has ended, or undefined after `timeoutMs`. Listens for the
+   * task's events and re-reads the store now and then, so a missed event cannot strand it.
+   */
+  async waitForEnd(taskId: string, timeoutMs: number): Promise<TaskRow | undefined> {
+    return new Promise<TaskRow | undefined>((resolve) => {
+      let settled = false;
+      const finish = (row: TaskRow | undefined) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timeout);
+        clearInterval(recheck);
+        const set = this.waiters.get(taskId);
+        set?.delete(onEvent);
+        if (set?.size === 0) this.waiters.delete(taskId);
+        resolve(row);
+      };
+      const onEvent = (row: TaskRow | undefined) => finish(row);
+      const check = () =>
+        this.repo.find(taskId).then(
+          (row) => row && isTerminal(row.status) && finish(row),
+          (err: unknown) => this.opts.logger.warn({ err, taskId }, 're-reading a waited-for task failed'),
+        );
+      const set = this.waiters.get(taskId) ?? new Set();
+      set.add(onEvent);
+      this.waiters.set(taskId, set);
+      const timeout = setTimeout(() => finish(undefined), timeoutMs);
+      const recheck = setInterval(check, WAIT_RECHECK_MS);
+      void check();
+    });
+  }
+
+  /** Stops listening; callers still waiting are answered "still running". */
+  close(): void {
+    this.unsubscribe();
+    for (const set of this.waiters.values()) for (const wake of [...set]) wake(undefined);
+  }
+
+  private wakeWaiters(event: TaskStatusEvent): void {
+    if (!isTerminal(event.status)) return;
+    const set = this.waiters.get(event.taskId);
+    if (!set) return;
+    // The event carries the record, not the row: the row is read back once for all waiters.
+    this.repo.find(event.taskId).then(
+      (row) => {
+        if (row) for (const wake of [...set]) wake(row);
+      },
+      (err: unknown) => this.opts.logger.warn({ err, taskId: event.taskId }, 'reading an ended task failed'),
+    );
+  }
+
+  private async announce(row: TaskRow): Promise<void> {
+    const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record: statusRecordOf(row) };
+    try {
+      await this.bus.publish('task.status', event);
+    } catch (err) {
+      // The change is stored; readers, waiters' re-reads and callbacks still see it.
+      this.opts.logger.error({ err, taskId: row.id }, 'publishing a task event failed');
+    }
+  }
+
+  /** The outbox entry announcing this version of the task, when a callback address is set. */
+  private deliveryOf(row: TaskRow, now: number): CallbackDeliveryRow | undefined {
+    if (!row.callback_url) return undefined;
+    return {
+      id: newId('msg'),
+      task_id: row.id,
+      seq: row.version,
+      url: row.callback_url,
+      body: JSON.stringify(statusRecordOf(row)),
+      state: 'pending',
+      attempts: 0,
+      next_attempt_at: now,
+      lease_until: null,
+      created_at: now,
+      updated_at: now,
+    };
+  }
+}
+
+function alreadyFinished(row: TaskRow): ApiError {
+  return new ApiError('task_already_finished', `task ${row.id} has already finished (${row.status})`, 'taskId', { task_id: row.id, status: row.status });
+}
