@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import pino from 'pino';
 import { loadSettings } from '../../src/config/settings.ts';
-import { startServer, type RunningServer } from '../../src/main.ts';
+import { startServer, type RunningServer, type ServerParts } from '../../src/main.ts';
 
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
@@ -28,13 +28,14 @@ export function tempDataDir(): string {
 
 /**
  * Starts the real server in this process on a random port with an empty data directory.
- * Only the given env is used (never the caller's DATABASE_URL by accident).
+ * Only the given env is used (never the caller's DATABASE_URL by accident); `parts` replaces
+ * pieces such as the engines.
  */
-export async function startTestServer(env: Record<string, string> = {}): Promise<TestServer> {
+export async function startTestServer(env: Record<string, string> = {}, parts: ServerParts = {}): Promise<TestServer> {
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const adminToken = env.ADMIN_TOKEN ?? `test-admin-${randomBytes(8).toString('hex')}`;
   const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken });
-  const server = await startServer(settings, pino({ level: 'silent' }));
+  const server = await startServer(settings, pino({ level: 'silent' }), parts);
   const doFetch: TestServer['fetch'] = (pathname, init = {}) => {
     const { token, json, ...rest } = init;
     const headers = new Headers(rest.headers);
