@@ -15,9 +15,12 @@ import { AssetsRepo } from './storage/repos/assets-repo.ts';
 import { AssetService } from './assets/asset-service.ts';
 import { buildApp } from './http/app.ts';
 import type { AppServices } from './http/services.ts';
-import { InProcessEventBus } from './tasks/event-bus.ts';
+import { InProcessEventBus, type EventBus } from './tasks/event-bus.ts';
+import { RedisEventBus } from './tasks/redis-event-bus.ts';
 import { TasksRepo } from './storage/repos/tasks-repo.ts';
 import { DbTaskQueue } from './tasks/db-task-queue.ts';
+import { BullMqTaskQueue } from './tasks/bullmq-task-queue.ts';
+import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
 import { GenerationService } from './tasks/generation-service.ts';
@@ -53,9 +56,16 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
 
   const assets = new AssetService(new AssetsRepo(db), blobs, { logger: logger.child({ component: 'assets' }) });
 
-  const bus = new InProcessEventBus();
+  // With REDIS_URL the instances of a deployment share the queue and every bus message.
+  const bus: EventBus = settings.redisUrl
+    ? await RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: logger.child({ component: 'bus' }) })
+    : new InProcessEventBus();
+  bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));
   const tasksRepo = new TasksRepo(db);
-  const queue = new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: logger.child({ component: 'queue' }) });
+  const queueLogger = logger.child({ component: 'queue' });
+  const queue: TaskQueue = settings.redisUrl
+    ? new BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger })
+    : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger });
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }) });
   const engines = parts.engines ?? createEngineRegistry(settings);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });

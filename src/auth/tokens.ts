@@ -60,6 +60,11 @@ export class TokenService {
     return true;
   }
 
+  /** Drops the cached lookups of a token deleted through another instance. */
+  forget(tokenId: string): void {
+    for (const [hash, entry] of this.cache) if (entry.principal?.tokenId === tokenId) this.cache.delete(hash);
+  }
+
   isAdminToken(token: string): boolean {
     const a = Buffer.from(hashToken(token), 'hex');
     return timingSafeEqual(a, Buffer.from(this.adminTokenHash, 'hex'));

@@ -3,11 +3,13 @@ import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
+import { Redis } from 'ioredis';
 import pino from 'pino';
 import { loadSettings } from '../../src/config/settings.ts';
 import { startServer, type RunningServer, type ServerParts } from '../../src/main.ts';
 
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 export interface TestServer {
   url: string;
@@ -92,5 +94,42 @@ export async function dropSchema(schema: string): Promise<void> {
     await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
   } finally {
     await client.end();
+  }
+}
+
+/**
+ * Env for a server on Redis under a key prefix of its own, with a cleanup that deletes the
+ * prefix's keys, or the reason Redis cannot be used. With REQUIRE_SERVICES=1 (CI) an
+ * unreachable server is an error, never a skip.
+ */
+export async function redisEnv(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> } | { skip: string }> {
+  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  client.on('error', () => undefined);
+  try {
+    await client.connect();
+    await client.ping();
+  } catch (err) {
+    const reason = `Redis not reachable at ${REDIS_URL} (${(err as Error).message}); skipping the Redis run`;
+    if (process.env.REQUIRE_SERVICES === '1') throw new Error(reason);
+    return { skip: reason };
+  } finally {
+    client.disconnect();
+  }
+  const prefix = `test-${randomBytes(6).toString('hex')}`;
+  return { env: { REDIS_URL, REDIS_PREFIX: prefix }, cleanup: () => deleteRedisKeys(prefix) };
+}
+
+/** Deletes every key under a prefix made by redisEnv. */
+async function deleteRedisKeys(prefix: string): Promise<void> {
+  const client = new Redis(REDIS_URL);
+  try {
+    let cursor = '0';
+    do {
+      const [next, keys] = await client.scan(cursor, 'MATCH', `${prefix}:*`, 'COUNT', 1000);
+      if (keys.length > 0) await client.unlink(...keys);
+      cursor = next;
+    } while (cursor !== '0');
+  } finally {
+    await client.quit();
   }
 }

@@ -47,6 +47,8 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },
   }, async (request, reply) => {
     if (!(await services.tokens.delete(request.params.id))) throw new ApiError('token_not_found', `no token ${request.params.id}`, 'id');
+    // The token is gone from the store; other instances would otherwise trust their cache a while longer.
+    await services.bus.publish('token.revoked', { tokenId: request.params.id }).catch((err: unknown) => request.log.warn({ err }, 'announcing a token revocation failed'));
     return reply.code(204).send();
   });
 

@@ -1,0 +1,103 @@
+import { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { BusTopic, BusTopics, EventBus } from './event-bus.ts';
+
+export interface RedisEventBusOptions {
+  /** REDIS_URL. */
+  url: string;
+  /** REDIS_PREFIX: channels are `<prefix>:events:<topic>`. */
+  prefix: string;
+  logger: Logger;
+}
+
+type Handler = (message: unknown) => void;
+
+/** Redis glob metacharacters, escaped so a prefix matches only itself. */
+function escapeGlob(text: string): string {
+  return text.replace(/[*?[\]\\]/g, '\\$&');
+}
+
+/**
+ * The bus of a deployment with REDIS_URL: every message goes through Redis pub/sub as JSON, so
+ * all instances, this one included, receive it exactly once. One connection publishes; the
+ * other only listens (a subscribed Redis connection cannot send other commands).
+ */
+export class RedisEventBus implements EventBus {
+  private readonly handlers = new Map<string, Set<Handler>>();
+  private readonly channelPrefix: string;
+
+  private constructor(
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    private readonly opts: RedisEventBusOptions,
+  ) {
+    this.channelPrefix = `${opts.prefix}:events:`;
+  }
+
+  /**
+   * Connects and listens to every topic before answering, so no message published after the
+   * start can be missed by a subscription made during it.
+   */
+  static async connect(opts: RedisEventBusOptions): Promise<RedisEventBus> {
+    const log = opts.logger;
+    const publisher = new Redis(opts.url, { connectionName: `${opts.prefix}:events:pub`, lazyConnect: true });
+    const subscriber = new Redis(opts.url, { connectionName: `${opts.prefix}:events:sub`, lazyConnect: true });
+    for (const [conn, role] of [[publisher, 'publisher'], [subscriber, 'subscriber']] as const) {
+      // ioredis reconnects by itself; without a listener an error would only reach stderr.
+      conn.on('error', (err: Error) => log.warn({ err, role }, 'redis event bus connection error'));
+    }
+    const bus = new RedisEventBus(publisher, subscriber, opts);
+    try {
+      await Promise.all([publisher.connect(), subscriber.connect()]);
+      subscriber.on('pmessage', (_pattern: string, channel: string, text: string) => bus.deliver(channel, text));
+      await subscriber.psubscribe(`${escapeGlob(bus.channelPrefix)}*`);
+    } catch (err) {
+      publisher.disconnect();
+      subscriber.disconnect();
+      throw err;
+    }
+    return bus;
+  }
+
+  async publish<T extends BusTopic>(topic: T, message: BusTopics[T]): Promise<void> {
+    await this.publisher.publish(this.channelPrefix + topic, JSON.stringify(message));
+  }
+
+  subscribe<T extends BusTopic>(topic: T, handler: (message: BusTopics[T]) => void): () => void {
+    const set = this.handlers.get(topic) ?? new Set<Handler>();
+    const entry = handler as Handler;
+    set.add(entry);
+    this.handlers.set(topic, set);
+    return () => {
+      set.delete(entry);
+      if (set.size === 0 && this.handlers.get(topic) === set) this.handlers.delete(topic);
+    };
+  }
+
+  async close(): Promise<void> {
+    this.handlers.clear();
+    await Promise.allSettled([this.publisher.quit(), this.subscriber.quit()]);
+  }
+
+  private deliver(channel: string, text: string): void {
+    if (!channel.startsWith(this.channelPrefix)) return;
+    const topic = channel.slice(this.channelPrefix.length);
+    const set = this.handlers.get(topic);
+    if (!set) return;
+    let message: unknown;
+    try {
+      message = JSON.parse(text);
+    } catch (err) {
+      this.opts.logger.warn({ err, channel }, 'dropping a bus message that is not JSON');
+      return;
+    }
+    for (const handler of [...set]) {
+      try {
+        handler(message);
+      } catch (err) {
+        // One failing consumer must not keep the message from the others.
+        this.opts.logger.error({ err, topic }, 'a bus subscriber failed');
+      }
+    }
+  }
+}
