@@ -405,7 +405,10 @@ describe('local engine', () => {
     assert.ok(Date.now() - started >= 290, 'took at least the minimum duration');
     assert.deepEqual(seen, [...seen].sort((a, b) => a - b));
     assert.equal(out.files.length, 1);
-    const again = await new LocalEngine({ minDurationMs: 0 }).run(job, { signal: new AbortController().signal, progress: async () => {} });
+    assert.ok(seen.length >= 3, 'progress is reported along the way');
+    const instant: number[] = [];
+    const again = await new LocalEngine({ minDurationMs: 0 }).run(job, { signal: new AbortController().signal, progress: async (p) => void instant.push(p) });
+    assert.deepEqual(instant, [], 'without a minimum duration the run ends at once');
     assert.deepEqual(again.files[0]!.data, out.files[0]!.data, 'deterministic');
   });
 });

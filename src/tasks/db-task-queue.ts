@@ -48,9 +48,12 @@ export class DbTaskQueue implements TaskQueue {
     this.concurrency = concurrency;
     this.stopped = false;
     const pollMs = this.opts.pollMs ?? 250;
-    this.pollTimer = setInterval(() => this.pump(), pollMs);
+    this.pollTimer = setInterval(() => {
+      void this.recover();
+      this.pump();
+    }, pollMs);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
-    this.pump();
+    void this.recover().then(() => this.pump());
   }
 
   async stop(): Promise<void> {
@@ -76,7 +79,7 @@ export class DbTaskQueue implements TaskQueue {
           const free = this.concurrency - this.running.size;
           if (free <= 0) break;
           const now = this.now();
-          const claimed = await this.repo.claim(this.opts.instanceId, free, now, now + this.opts.leaseMs);
+          const claimed = await this.repo.claimSubmitted(this.opts.instanceId, free, now + this.opts.leaseMs);
           for (const claim of claimed) this.run(claim.id, claim.attempts);
           if (claimed.length === free) this.wanted = true;
         } while (this.wanted && !this.stopped);
@@ -107,6 +110,19 @@ export class DbTaskQueue implements TaskQueue {
       this.running.delete(taskId);
       // Handing the task back makes an unfinished one (shutdown) runnable at once elsewhere.
       await this.repo.release(this.opts.instanceId, taskId).catch((err: unknown) => this.opts.logger.warn({ err, taskId }, 'releasing a task failed'));
+    }
+  }
+
+  /** Takes over tasks whose worker stalled or died, and unfinished ones handed back at a shutdown. */
+  private async recover(): Promise<void> {
+    const free = this.concurrency - this.running.size;
+    if (this.stopped || free <= 0) return;
+    try {
+      const now = this.now();
+      const claimed = await this.repo.claimAbandoned(this.opts.instanceId, free, now, now + this.opts.leaseMs);
+      for (const claim of claimed) this.run(claim.id, claim.attempts);
+    } catch (err) {
+      this.opts.logger.error({ err }, 'taking over abandoned tasks failed');
     }
   }
 

@@ -44,13 +44,15 @@ export class LocalEngine implements GenerationEngine {
   }
 
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const stepMs = this.opts.minDurationMs / (PROGRESS_STEPS.length + 1);
-    for (const percent of PROGRESS_STEPS) {
-      if (stepMs > 0) await delay(stepMs, undefined, { signal: ctx.signal });
-      ctx.signal.throwIfAborted();
-      await ctx.progress(percent, 'generating');
+    // Without a minimum duration there is nothing to watch: the task goes straight to its end.
+    if (this.opts.minDurationMs > 0) {
+      const stepMs = this.opts.minDurationMs / (PROGRESS_STEPS.length + 1);
+      for (const percent of PROGRESS_STEPS) {
+        await delay(stepMs, undefined, { signal: ctx.signal });
+        await ctx.progress(percent, 'generating');
+      }
+      await delay(stepMs, undefined, { signal: ctx.signal });
     }
-    if (stepMs > 0) await delay(stepMs, undefined, { signal: ctx.signal });
     ctx.signal.throwIfAborted();
     const { width, height } = imageSize(job.input);
     const n = (job.input.n as number | undefined) ?? 1;

@@ -35,6 +35,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('finished_at', 'bigint')
     .execute();
   await db.schema.createIndex('tasks_status_created').on('tasks').columns(['status', 'created_at']).execute();
+  await db.schema.createIndex('tasks_status_lease').on('tasks').columns(['status', 'lease_until']).execute();
   await db.schema.createIndex('tasks_owner_created').on('tasks').columns(['owner_id', 'created_at']).execute();
 
   await db.schema

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db.ts';
-import type { CallbackDeliveryRow, TaskRow } from '../schema.ts';
+import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
 
 /** Columns a status change writes; the version is checked and bumped by update(). */
 export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
@@ -52,19 +52,31 @@ export class TasksRepo {
   }
 
   /**
-   * Claims up to `limit` runnable tasks for `owner` until `leaseUntil`: live tasks nobody holds,
-   * or whose holder's lease ran out (it stalled or died). Oldest first.
+   * Claims up to `limit` submitted tasks nobody holds for `owner` until `leaseUntil`, oldest
+   * first. The index on (status, created_at) keeps this cheap however long the queue is.
    */
-  async claim(owner: string, limit: number, now: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
+  async claimSubmitted(owner: string, limit: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
+    return this.claimWhere(owner, limit, leaseUntil, (q) => q.where('status', '=', 'submitted').where('lease_until', 'is', null));
+  }
+
+  /**
+   * Claims live tasks whose holder's lease ran out (it stalled or died) or that were handed
+   * back unfinished (a shutdown).
+   */
+  async claimAbandoned(owner: string, limit: number, now: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
+    return this.claimWhere(owner, limit, leaseUntil, (q) =>
+      q.where('status', 'in', [...LIVE]).where((eb) => eb.or([eb('lease_until', '<', now), eb.and([eb('status', '!=', 'submitted'), eb('lease_until', 'is', null)])])),
+    );
+  }
+
+  private async claimWhere(
+    owner: string,
+    limit: number,
+    leaseUntil: number,
+    filter: (q: SelectQueryBuilder<Database, 'tasks', { id: string }>) => SelectQueryBuilder<Database, 'tasks', { id: string }>,
+  ): Promise<{ id: string; attempts: number }[]> {
     const k = this.db.kysely;
-    let candidates = k
-      .selectFrom('tasks')
-      .select('id')
-      .where('status', 'in', [...LIVE])
-      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
-      .orderBy('created_at')
-      .orderBy('id')
-      .limit(limit);
+    let candidates = filter(k.selectFrom('tasks').select('id')).orderBy('created_at').orderBy('id').limit(limit);
     // PostgreSQL: concurrent claimers skip each other's rows instead of queueing on them.
     if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
     return k
