@@ -1,0 +1,102 @@
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
+import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiver.ts';
+import { spawnServer, type ServerProcess } from './support/process.ts';
+import { tempDataDir } from './support/server.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const ADMIN = 'crash-admin-token';
+const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+const ORDER = ['submitted', 'started', 'process', 'success'];
+
+async function api(server: ServerProcess, token: string, path: string, init: RequestInit = {}): Promise<Json> {
+  const res = await fetch(server.url + path, { ...init, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', ...init.headers } });
+  const body = await res.json();
+  if (!res.ok) throw new Error(`${path}: ${res.status} ${JSON.stringify(body)}`);
+  return body;
+}
+
+/** Polls until `check` answers true; bounded, with the last state in the error. */
+async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await check())) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await delay(50);
+  }
+}
+
+describe('SIGKILL and restart (SQLite)', () => {
+  const dataDir = tempDataDir();
+  let server: ServerProcess | undefined;
+  let receiver: CallbackReceiver | undefined;
+  after(async () => {
+    await server?.stop('SIGKILL');
+    await receiver?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('tasks queued, running and callbacks between retries all finish after a restart', async () => {
+    receiver = await CallbackReceiver.start();
+    let healthy = false;
+    // Until the crash every delivery fails, so each one waits between retries.
+    receiver.answerWith(() => ({ status: healthy ? 200 : 500 }));
+    const env = {
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN: ADMIN,
+      WORKER_CONCURRENCY: '2',
+      TASK_LEASE_MS: '1000',
+      LOCAL_ENGINE_MIN_DURATION_MS: '3000',
+      GENGATE_CONFIG: JSON.stringify({ callback: { callback_url: receiver.url, callback_timeout_ms: 1000, callback_retry_delays_ms: [2000, 2000, 2000] } }),
+    };
+    server = await spawnServer(env);
+    const { token } = await api(server, ADMIN, '/admin/tokens', { method: 'POST', body: JSON.stringify({ user_id: 'survivor' }) });
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      const body = await api(server, token, '/v1/images/generations', { method: 'POST', headers: { 'x-async': '1' }, body: JSON.stringify({ prompt: `crash ${i}`, model: 'seedream-4.0', size: '32x32' }) });
+      ids.push(body.task_id);
+    }
+    const statusOf = async (s: ServerProcess, id: string) => (await api(s, token, `/v1/ai/result/${id}`)).queue_status;
+    // Two running (progress under way), three queued, and a delivery refused once (between retries).
+    await eventually('two tasks running', async () => (await Promise.all(ids.slice(0, 2).map((id) => statusOf(server!, id)))).every((q) => q.status === 'process'));
+    const before = await Promise.all(ids.map((id) => statusOf(server!, id)));
+    assert.deepEqual(before.slice(2).map((q) => q.status), ['submitted', 'submitted', 'submitted'], JSON.stringify(before));
+    const refused = await receiver.first((r) => r.answer !== 'hang-up' && r.answer.status === 500);
+    const progressAtCrash = new Map(before.map((q) => [q.task_id, q.progress]));
+
+    await server.stop('SIGKILL');
+    healthy = true;
+    server = await spawnServer(env);
+
+    const finals = new Map<string, Json>();
+    await eventually('every task terminal', async () => {
+      for (const id of ids) if (!finals.has(id)) {
+        const q = await statusOf(server!, id);
+        if (TERMINAL.includes(q.status)) finals.set(id, q);
+      }
+      return finals.size === ids.length;
+    }, 60_000);
+    for (const [id, q] of finals) {
+      assert.equal(q.status, 'success', `${id}: ${JSON.stringify(q)}`);
+      assert.ok(q.progress >= progressAtCrash.get(id)!, 'progress never went back');
+    }
+
+    // The delivery refused before the crash is sent again after it, under the same webhook id.
+    const redelivered = await receiver.first((r) => r.id === refused.id && r.answer !== 'hang-up' && r.answer.status === 200, 20_000);
+    assert.deepEqual(redelivered.json, refused.json);
+
+    // Every task's final update is delivered, and each task's accepted deliveries arrive in status order.
+    const accepted = (id: string): ReceivedCallback[] => receiver!.requests.filter((r) => r.json.queue_status.task_id === id && r.answer !== 'hang-up' && r.answer.status === 200);
+    await eventually('every final callback delivered', () => ids.every((id) => accepted(id).some((r) => r.json.queue_status.status === 'success')), 30_000);
+    for (const id of ids) {
+      const statuses = accepted(id).map((r) => r.json.queue_status.status as string);
+      const ranks = statuses.map((s) => ORDER.indexOf(s));
+      assert.deepEqual(ranks, [...ranks].sort((a, b) => a - b), `${id} delivered out of order: ${statuses.join(', ')}`);
+      assert.equal(statuses[0], 'submitted', `${id}: ${statuses.join(', ')}`);
+      assert.equal(statuses.at(-1), 'success');
+    }
+  });
+});
