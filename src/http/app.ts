@@ -11,11 +11,11 @@ import { registerErrorHandling } from './plugins/errors.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
 import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
 import { fileRoutes } from './routes/files.ts';
 import { assetRoutes } from './routes/assets.ts';
-import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { generationRoutes } from './routes/generations.ts';
 import type { AppServices } from './services.ts';
@@ -118,10 +118,10 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
 
   await app.register(healthRoutes(services));
   await app.register(adminRoutes(services));
+  await app.register(adminCallbackRoutes(services));
   await app.register(modelRoutes(services));
   await app.register(fileRoutes(services));
   await app.register(assetRoutes(services));
-  await app.register(realtimeRoutes(services));
   await app.register(generationRoutes(services));
   await app.register(taskRoutes(services));
   return app;

@@ -10,7 +10,7 @@ import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
-import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
+import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -27,6 +27,6 @@ export interface AppServices {
   bus: EventBus;
   tasks: TaskService;
   generations: GenerationService;
-  /** Single-use tickets for the realtime gateway's session.authenticate. */
-  wsTickets: WsTicketService;
+  /** Sends the task callback outbox; the admin API reads its delivery history. */
+  callbacks: CallbackDispatcher;
 }

@@ -1,0 +1,214 @@
+import type { Logger } from 'pino';
+import { newId } from '../core/ids.ts';
+import type { CallbackConfig, RuntimeConfig } from '../config/runtime-config.ts';
+import type { CallbacksRepo, DeliveryOutcome, RecordedAttempt } from '../storage/repos/callbacks-repo.ts';
+import type { CallbackAttemptRow, CallbackDeliveryRow } from '../storage/schema.ts';
+import { CallbackSender, type CallbackResponse } from './callback-sender.ts';
+import type { EventBus } from './event-bus.ts';
+
+export interface CallbackDispatcherOptions {
+  logger: Logger;
+  /** Deliveries sent at once, across tasks; a task never has more than one in flight. */
+  concurrency?: number;
+  /** How often the outbox is read without a wake-up: retries that fell due, deliveries other instances wrote. */
+  pollMs?: number;
+  now?: () => number;
+}
+
+export const CALLBACK_DISPATCHER_DEFAULTS = { concurrency: 64, pollMs: 500 };
+
+/** A lease outlives the send it covers by this much, so a slow database write does not let another dispatcher in. */
+const LEASE_MARGIN_MS = 10_000;
+
+/** One delivery and its tries, as the admin API shows them. */
+export interface DeliveryHistory {
+  delivery: CallbackDeliveryRow;
+  attempts: CallbackAttemptRow[];
+}
+
+/**
+ * Sends the callback outbox (CONTRACT §6): every task status update the task service stored
+ * is POSTed to the callback address, each task's updates in order and one at a time, many
+ * tasks in parallel. Wakes on task events and on a short poll; all state is in the database,
+ * so what was due when a process stopped goes out from the next one.
+ */
+export class CallbackDispatcher {
+  private readonly concurrency: number;
+  private readonly pollMs: number;
+  private readonly sender: CallbackSender;
+  private readonly inFlight = new Set<Promise<void>>();
+  private readonly retryTimers = new Set<NodeJS.Timeout>();
+  private toRecord: RecordedAttempt[] = [];
+  private recording: Promise<void> | undefined;
+  private pumping: Promise<void> | undefined;
+  private pumpAgain = false;
+  private started = false;
+  private stopped = false;
+  private pollTimer: NodeJS.Timeout | undefined;
+  private unsubscribe: (() => void) | undefined;
+
+  constructor(
+    private readonly repo: CallbacksRepo,
+    private readonly bus: EventBus,
+    private readonly runtimeConfig: RuntimeConfig,
+    private readonly opts: CallbackDispatcherOptions,
+  ) {
+    this.concurrency = opts.concurrency ?? CALLBACK_DISPATCHER_DEFAULTS.concurrency;
+    this.pollMs = opts.pollMs ?? CALLBACK_DISPATCHER_DEFAULTS.pollMs;
+    this.sender = new CallbackSender(this.concurrency);
+  }
+
+  start(): void {
+    if (this.started) return;
+    this.started = true;
+    this.unsubscribe = this.bus.subscribe('task.status', () => this.wake());
+    this.pollTimer = setInterval(() => this.wake(), this.pollMs);
+    this.pollTimer.unref();
+    this.wake();
+  }
+
+  /** Stops taking deliveries and waits for the sends in flight (each bounded by the callback timeout) to be recorded. */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.unsubscribe?.();
+    clearInterval(this.pollTimer);
+    for (const timer of this.retryTimers) clearTimeout(timer);
+    this.retryTimers.clear();
+    await this.pumping;
+    while (this.inFlight.size > 0 || this.recording) {
+      await Promise.all([...this.inFlight]);
+      await this.recording;
+    }
+    this.sender.close();
+  }
+
+  /** A task's deliveries in status order with their tries; undefined for an unknown task. */
+  async history(taskId: string): Promise<DeliveryHistory[] | undefined> {
+    const [deliveries, attempts] = await Promise.all([this.repo.deliveriesOf(taskId), this.repo.attemptsOf(taskId)]);
+    if (deliveries.length === 0 && !(await this.repo.taskExists(taskId))) return undefined;
+    return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.delivery_id === delivery.id) }));
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /** Claims and sends what is due; calls made while a claim runs fold into one more round. */
+  private wake(): void {
+    if (this.stopped) return;
+    if (this.pumping) {
+      this.pumpAgain = true;
+      return;
+    }
+    this.pumping = this.pump().finally(() => {
+      this.pumping = undefined;
+      // A wake-up that came after the last round's check still gets its round.
+      if (this.pumpAgain) this.wake();
+    });
+  }
+
+  private async pump(): Promise<void> {
+    try {
+      do {
+        this.pumpAgain = false;
+        const free = this.concurrency - this.inFlight.size;
+        if (free <= 0) return; // each finished send wakes the dispatcher again
+        const config = await this.runtimeConfig.callback();
+        const now = this.now();
+        const claimed = await this.repo.claimDue(now, now + config.callback_timeout_ms + LEASE_MARGIN_MS, free);
+        // Claimed even while stopping: stop() waits for these sends too.
+        for (const delivery of claimed) this.dispatch(delivery, config);
+        if (claimed.length === free) this.pumpAgain = true;
+      } while (this.pumpAgain && !this.stopped);
+    } catch (err) {
+      // The poll tries again (not at once: the database may be down); the outbox loses nothing.
+      this.pumpAgain = false;
+      this.opts.logger.error({ err }, 'claiming due callback deliveries failed');
+    }
+  }
+
+  private dispatch(delivery: CallbackDeliveryRow, config: CallbackConfig): void {
+    const sending = this.deliver(delivery, config).then(
+      (recorded) => this.record(recorded),
+      (err: unknown) => this.opts.logger.error({ err, taskId: delivery.task_id, deliveryId: delivery.id }, 'sending a callback failed'),
+    );
+    this.inFlight.add(sending);
+    void sending.finally(() => this.inFlight.delete(sending));
+  }
+
+  private async deliver(delivery: CallbackDeliveryRow, config: CallbackConfig): Promise<RecordedAttempt> {
+    const attemptNumber = delivery.attempts + 1;
+    const at = this.now();
+    const response = await this.sender.send({
+      url: delivery.url,
+      id: delivery.id,
+      body: delivery.body,
+      secret: config.callback_secret,
+      timeoutMs: config.callback_timeout_ms,
+      timestamp: Math.floor(at / 1000),
+    });
+    const now = this.now();
+    const outcome = outcomeOf(response, attemptNumber, config.callback_retry_delays_ms, now);
+    const log = this.opts.logger.child({ taskId: delivery.task_id, deliveryId: delivery.id, attempt: attemptNumber });
+    if (outcome.state === 'failed') log.warn({ response }, 'callback not delivered; retries used up');
+    else if (outcome.state === 'pending') log.info({ response, retryAt: new Date(outcome.nextAttemptAt).toISOString() }, 'callback not delivered; will retry');
+    else log.debug({ durationMs: response.durationMs }, 'callback delivered');
+    return {
+      attempt: {
+        id: newId('cba'),
+        delivery_id: delivery.id,
+        task_id: delivery.task_id,
+        attempt: attemptNumber,
+        at,
+        http_status: 'status' in response ? response.status : null,
+        error: 'error' in response ? response.error : null,
+        duration_ms: response.durationMs,
+      },
+      outcome,
+      heldLease: delivery.lease_until!,
+      now,
+    };
+  }
+
+  /** Queues a finished try; tries finishing together are written in one transaction. */
+  private record(recorded: RecordedAttempt): void {
+    this.toRecord.push(recorded);
+    this.recording ??= this.writeRecorded();
+  }
+
+  private async writeRecorded(): Promise<void> {
+    while (this.toRecord.length > 0) {
+      const batch = this.toRecord;
+      this.toRecord = [];
+      try {
+        await this.repo.recordAttempts(batch);
+        for (const { outcome } of batch) if (outcome.state === 'pending') this.wakeAt(outcome.nextAttemptAt);
+      } catch (err) {
+        // Unrecorded tries are made again once their leases run out.
+        this.opts.logger.error({ err, count: batch.length }, 'recording callback attempts failed');
+      }
+      // A recorded outcome frees the task's next delivery, and a slot.
+      this.wake();
+    }
+    this.recording = undefined;
+  }
+
+  /** Retries are due at their own time, sooner than the next poll. */
+  private wakeAt(time: number): void {
+    if (this.stopped) return;
+    const timer = setTimeout(() => {
+      this.retryTimers.delete(timer);
+      this.wake();
+    }, Math.max(0, time - this.now()));
+    timer.unref();
+    this.retryTimers.add(timer);
+  }
+}
+
+/** Only 200 counts as delivered (CONTRACT §6); the n-th failed try waits retryDelays[n-1], past the last it gives up. */
+function outcomeOf(response: CallbackResponse, attemptNumber: number, retryDelays: readonly number[], now: number): DeliveryOutcome {
+  if ('status' in response && response.status === 200) return { state: 'delivered' };
+  const delay = retryDelays[attemptNumber - 1];
+  return delay === undefined ? { state: 'failed' } : { state: 'pending', nextAttemptAt: now + delay };
+}
