@@ -21,7 +21,11 @@ export async function spawnServer(env: Record<string, string>, timeoutMs = 30_00
   child.stdout!.on('data', (d) => (out += d));
   child.stderr!.on('data', (d) => (out += d));
   const url = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`server did not start within ${timeoutMs} ms:\n${out}`)), timeoutMs);
+    const timer = setTimeout(() => {
+      // A caller that gets no handle cannot stop it later.
+      child.kill('SIGKILL');
+      reject(new Error(`server did not start within ${timeoutMs} ms:\n${out}`));
+    }, timeoutMs);
     const onData = () => {
       const match = /listening on (\S+)/.exec(out);
       if (match) {
