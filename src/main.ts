@@ -27,6 +27,10 @@ import { GenerationService } from './tasks/generation-service.ts';
 import { createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
 import { CallbacksRepo } from './storage/repos/callbacks-repo.ts';
 import { CallbackDispatcher } from './tasks/callback-dispatcher.ts';
+import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
+import { WsTicketService } from './realtime/ws-ticket-service.ts';
+import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
+import { startRealtimeServer } from './realtime/realtime-server.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -72,16 +76,21 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const engines = parts.engines ?? createEngineRegistry(settings);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
   const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
+  const realtimeLogger = logger.child({ component: 'realtime' });
+  const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }) });
-
-  const services: AppServices = { settings, logger, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, callbacks };
+  const services: AppServices = { settings, logger, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks };
   const app = await buildApp(services);
+  const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
+  app.server.on('upgrade', realtime.upgradeListener('/realtime'));
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
   if (!settings.publicBaseUrl) baseUrl = url;
+  const realtimeServer = settings.realtimePort === undefined ? undefined : await startRealtimeServer(realtime, { host: settings.host, port: settings.realtimePort });
+  if (realtimeServer) realtimeLogger.info({ port: realtimeServer.port }, 'realtime gateway listening on its own port');
 
   const sweep = () => files.sweep().catch((err: unknown) => logger.error({ err }, 'file sweep failed'));
   const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(settings.fileRetentionMs / 4))));
@@ -97,6 +106,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     services,
     close: async () => {
       clearInterval(sweepTimer);
+      // WebSocket connections first: the HTTP servers wait for every open connection.
+      await realtime.close();
+      await realtimeServer?.close();
       // Synchronous callers still waiting get the async body, so the HTTP server can close.
       tasks.close();
       await app.close();

@@ -91,6 +91,8 @@ export interface Settings {
   realtimeHandshakeTimeoutMs: number;
   /** Interval of realtime heartbeats; a connection that misses one is dropped. */
   realtimeHeartbeatMs: number;
+  /** session.challenge.authRequired: realtime sessions must authenticate before they are ready. */
+  realtimeAuthRequired: boolean;
 }
 
 export class SettingsError extends Error {}
@@ -101,6 +103,14 @@ function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new SettingsError(`${name}: expected an integer >= ${min}, got "${raw}"`);
   return n;
+}
+
+function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw === 'true' || raw === '1') return true;
+  if (raw === 'false' || raw === '0') return false;
+  throw new SettingsError(`${name}: expected true, false, 1 or 0, got "${raw}"`);
 }
 
 /** GENGATE_CONFIG holds the JSON itself, or the path of a file holding it. */
@@ -161,5 +171,6 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redisPrefix: env.REDIS_PREFIX || 'gengate',
     realtimeHandshakeTimeoutMs: intSetting(env, 'REALTIME_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
     realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
+    realtimeAuthRequired: boolSetting(env, 'REALTIME_AUTH_REQUIRED', true),
   };
 }

@@ -16,6 +16,7 @@ import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
 import { fileRoutes } from './routes/files.ts';
 import { assetRoutes } from './routes/assets.ts';
+import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { generationRoutes } from './routes/generations.ts';
 import type { AppServices } from './services.ts';
@@ -122,6 +123,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(modelRoutes(services));
   await app.register(fileRoutes(services));
   await app.register(assetRoutes(services));
+  await app.register(realtimeRoutes(services));
   await app.register(generationRoutes(services));
   await app.register(taskRoutes(services));
   return app;

@@ -11,6 +11,7 @@ import type { EventBus } from '../tasks/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
+import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -29,4 +30,6 @@ export interface AppServices {
   generations: GenerationService;
   /** Sends the task callback outbox; the admin API reads its delivery history. */
   callbacks: CallbackDispatcher;
+  /** Single-use tickets for the realtime gateway's session.authenticate. */
+  wsTickets: WsTicketService;
 }
