@@ -42,9 +42,13 @@ export class RedisEventBus implements EventBus {
     const log = opts.logger;
     const publisher = new Redis(opts.url, { connectionName: `${opts.prefix}:events:pub`, lazyConnect: true });
     const subscriber = new Redis(opts.url, { connectionName: `${opts.prefix}:events:sub`, lazyConnect: true });
+    let lastError: Error | undefined;
     for (const [conn, role] of [[publisher, 'publisher'], [subscriber, 'subscriber']] as const) {
       // ioredis reconnects by itself; without a listener an error would only reach stderr.
-      conn.on('error', (err: Error) => log.warn({ err, role }, 'redis event bus connection error'));
+      conn.on('error', (err: Error) => {
+        lastError = err;
+        log.warn({ err, role }, 'redis event bus connection error');
+      });
     }
     const bus = new RedisEventBus(publisher, subscriber, opts);
     try {
@@ -54,7 +58,8 @@ export class RedisEventBus implements EventBus {
     } catch (err) {
       publisher.disconnect();
       subscriber.disconnect();
-      throw err;
+      // ioredis reports only "Connection is closed"; the cause is the last connection error.
+      throw new Error(`Redis (REDIS_URL) is not reachable: ${(lastError ?? (err as Error)).message}`);
     }
     return bus;
   }
