@@ -12,7 +12,7 @@ describe('settings', () => {
       PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent',
       GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: 'http://x', api_key: 'sk-oops' } }, limits: { max_file_bytes: '20' } }),
     });
-    assert.equal(result.code, 1);
+    assert.equal(result.code, 1, JSON.stringify(result));
     assert.match(result.stderr, /GENGATE_CONFIG\.providers\.openai\.api_key: unknown key/);
     assert.match(result.stderr, /GENGATE_CONFIG\.limits\.max_file_bytes: must be integer/);
     assert.ok(!result.stderr.includes('sk-oops'), 'values are not echoed');

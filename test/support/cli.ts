@@ -2,6 +2,8 @@ import { spawn } from 'node:child_process';
 
 export interface CliResult {
   code: number | null;
+  /** The signal that ended the process, when one did. */
+  signal: NodeJS.Signals | null;
   stdout: string;
   stderr: string;
 }
@@ -15,6 +17,6 @@ export function runCli(args: string[], env: Record<string, string>): Promise<Cli
     child.stdout.on('data', (d) => (stdout += d));
     child.stderr.on('data', (d) => (stderr += d));
     child.on('error', reject);
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code, signal) => resolve({ code, signal, stdout, stderr }));
   });
 }
