@@ -104,12 +104,14 @@ export async function dropSchema(schema: string): Promise<void> {
  */
 export async function redisEnv(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> } | { skip: string }> {
   const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
-  client.on('error', () => undefined);
+  // ioredis rejects with "Connection is closed"; the cause is in its last error event.
+  let lastError: Error | undefined;
+  client.on('error', (err: Error) => (lastError = err));
   try {
     await client.connect();
     await client.ping();
   } catch (err) {
-    const reason = `Redis not reachable at ${REDIS_URL} (${(err as Error).message}); skipping the Redis run`;
+    const reason = `Redis not reachable at ${REDIS_URL} (${(lastError ?? (err as Error)).message}); skipping the Redis run`;
     if (process.env.REQUIRE_SERVICES === '1') throw new Error(reason);
     return { skip: reason };
   } finally {
