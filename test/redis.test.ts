@@ -87,13 +87,16 @@ describe('Redis mode', () => {
     await redis?.quit();
   });
 
-  /** A deployment of its own: a fresh PostgreSQL schema and Redis prefix, removed at the end. */
-  async function deployment(extra: Record<string, string> = {}): Promise<Record<string, string>> {
+  /**
+   * A deployment of its own: a fresh PostgreSQL schema and Redis prefix, removed at the end;
+   * `clearRedis` deletes the prefix's keys at once.
+   */
+  async function deployment(extra: Record<string, string> = {}): Promise<{ env: Record<string, string>; clearRedis(): Promise<void> }> {
     const pg = await postgresEnv();
     const found = await redisEnv();
     if ('skip' in pg || 'skip' in found) throw new Error('services went away during the run');
     cleanups.push(() => dropSchema(pg.env.DATABASE_SCHEMA!), found.cleanup);
-    return { ...pg.env, ...found.env, ...extra };
+    return { env: { ...pg.env, ...found.env, ...extra }, clearRedis: found.cleanup };
   }
 
   async function start(env: Record<string, string>): Promise<TestServer> {
@@ -145,7 +148,7 @@ describe('Redis mode', () => {
   });
 
   test('runs sync and async image generations through the Redis queue', async () => {
-    const env = await deployment({ INSTANCE_ID: 'redis-e2e', LOCAL_ENGINE_MIN_DURATION_MS: '0' });
+    const { env } = await deployment({ INSTANCE_ID: 'redis-e2e', LOCAL_ENGINE_MIN_DURATION_MS: '0' });
     const srv = await start(env);
     const token = await srv.tokenFor('alice');
     const events = recordEvents(srv);
@@ -184,7 +187,7 @@ describe('Redis mode', () => {
   });
 
   test('cancels a running task and it stays cancelled', async () => {
-    const env = await deployment({ INSTANCE_ID: 'redis-cancel', LOCAL_ENGINE_MIN_DURATION_MS: '3000' });
+    const { env } = await deployment({ INSTANCE_ID: 'redis-cancel', LOCAL_ENGINE_MIN_DURATION_MS: '3000' });
     const srv = await start(env);
     const token = await srv.tokenFor('bob');
     const events = recordEvents(srv);
@@ -206,7 +209,7 @@ describe('Redis mode', () => {
   });
 
   test('resumes on another instance a task whose worker went away', async () => {
-    const env = await deployment({ TASK_LEASE_MS: '1000', LOCAL_ENGINE_MIN_DURATION_MS: '3000' });
+    const { env } = await deployment({ TASK_LEASE_MS: '1000', LOCAL_ENGINE_MIN_DURATION_MS: '3000' });
     const a = await start({ ...env, INSTANCE_ID: 'redis-a' });
     const token = await a.tokenFor('carol');
     const taskId = await submitAsync(a, token);
@@ -224,8 +227,26 @@ describe('Redis mode', () => {
     assert.equal(done.queue_status.data.output.length, 1);
   });
 
+  test('queues again at start a live task that Redis does not hold', async () => {
+    const { env, clearRedis } = await deployment({ LOCAL_ENGINE_MIN_DURATION_MS: '3000' });
+    const a = await start({ ...env, INSTANCE_ID: 'redis-lost-a' });
+    const token = await a.tokenFor('frank');
+    const taskId = await submitAsync(a, token);
+    await waitForStatus(a, token, taskId, (s) => s === 'process');
+    await stop(a);
+    // As if the task was stored and its process died before queueing it (or Redis lost its data).
+    await clearRedis();
+    assert.equal(await redis.exists(`${env.REDIS_PREFIX}:tasks:${taskId}`), 0);
+
+    const b = await start({ ...env, INSTANCE_ID: 'redis-lost-b' });
+    const done = await waitForStatus(b, token, taskId, (s) => s === 'success' || s === 'failed', 20_000);
+    assert.equal(done.queue_status.status, 'success');
+    assert.equal(done.queue_status.server, 'redis-lost-b');
+    assert.equal(done.queue_status.data.output.length, 1);
+  });
+
   test('a token revoked through one instance is refused by another at once', async () => {
-    const env = await deployment();
+    const { env } = await deployment();
     const a = await start({ ...env, INSTANCE_ID: 'redis-tok-a' });
     const b = await start({ ...env, INSTANCE_ID: 'redis-tok-b', ADMIN_TOKEN: a.adminToken });
     const created = await a.fetch('/admin/tokens', { method: 'POST', token: a.adminToken, json: { user_id: 'dave' } });

@@ -13,8 +13,6 @@ export interface BullMqTaskQueueOptions {
   instanceId: string;
   /** The job lock: a worker that stops renewing it (it died) loses its tasks after this long. */
   leaseMs: number;
-  /** How often live tasks of the database are queued again, in case one never reached Redis. */
-  reconcileMs?: number;
   logger: Logger;
 }
 
@@ -26,6 +24,8 @@ const QUEUE_NAME = 'tasks';
 const JOB_NAME = 'task';
 /** Stalls a job survives; above TaskRunner's attempt limit, so the runner decides when a task gives up. */
 const MAX_STALLED_COUNT = 10;
+/** How often live tasks of the database are queued again, in case one never reached Redis. */
+const RECONCILE_MS = 60_000;
 /** Live tasks queued per reconcile pass, oldest first; a larger backlog comes into reach as it drains. */
 const RECONCILE_BATCH = 10_000;
 /** How long stop() lets aborted runs wind down; one that ignores its signal is left to stall. */
@@ -85,7 +85,7 @@ export class BullMqTaskQueue implements TaskQueue {
       this.reconciling ??= this.reconcile().finally(() => (this.reconciling = undefined));
     };
     reconcile();
-    this.reconcileTimer = setInterval(reconcile, this.opts.reconcileMs ?? 60_000);
+    this.reconcileTimer = setInterval(reconcile, RECONCILE_MS);
     this.reconcileTimer.unref();
   }
 
