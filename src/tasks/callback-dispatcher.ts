@@ -12,10 +12,15 @@ export interface CallbackDispatcherOptions {
   concurrency?: number;
   /** How often the outbox is read without a wake-up: retries that fell due, deliveries other instances wrote. */
   pollMs?: number;
-  now?: () => number;
 }
 
 export const CALLBACK_DISPATCHER_DEFAULTS = { concurrency: 64, pollMs: 500 };
+
+/**
+ * Task events wake the dispatcher this long after the first of them, so a burst of status
+ * changes is claimed in one query rather than one query each.
+ */
+const EVENT_WAKE_DELAY_MS = 5;
 
 /** A lease outlives the send it covers by this much, so a slow database write does not let another dispatcher in. */
 const LEASE_MARGIN_MS = 10_000;
@@ -34,6 +39,7 @@ export interface DeliveryHistory {
  */
 export class CallbackDispatcher {
   private readonly concurrency: number;
+  private readonly minClaim: number;
   private readonly pollMs: number;
   private readonly sender: CallbackSender;
   private readonly inFlight = new Set<Promise<void>>();
@@ -45,6 +51,7 @@ export class CallbackDispatcher {
   private started = false;
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
+  private eventWakeTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
   constructor(
@@ -55,13 +62,15 @@ export class CallbackDispatcher {
   ) {
     this.concurrency = opts.concurrency ?? CALLBACK_DISPATCHER_DEFAULTS.concurrency;
     this.pollMs = opts.pollMs ?? CALLBACK_DISPATCHER_DEFAULTS.pollMs;
+    // Under load a claim waits for a few free slots: one query then feeds several sends.
+    this.minClaim = Math.max(1, Math.floor(this.concurrency / 8));
     this.sender = new CallbackSender(this.concurrency);
   }
 
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.unsubscribe = this.bus.subscribe('task.status', () => this.wake());
+    this.unsubscribe = this.bus.subscribe('task.status', () => this.wakeAfterEvent());
     this.pollTimer = setInterval(() => this.wake(), this.pollMs);
     this.pollTimer.unref();
     this.wake();
@@ -73,6 +82,7 @@ export class CallbackDispatcher {
     this.stopped = true;
     this.unsubscribe?.();
     clearInterval(this.pollTimer);
+    clearTimeout(this.eventWakeTimer);
     for (const timer of this.retryTimers) clearTimeout(timer);
     this.retryTimers.clear();
     await this.pumping;
@@ -90,8 +100,11 @@ export class CallbackDispatcher {
     return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.delivery_id === delivery.id) }));
   }
 
-  private now(): number {
-    return (this.opts.now ?? Date.now)();
+  private wakeAfterEvent(): void {
+    this.eventWakeTimer ??= setTimeout(() => {
+      this.eventWakeTimer = undefined;
+      this.wake();
+    }, EVENT_WAKE_DELAY_MS);
   }
 
   /** Claims and sends what is due; calls made while a claim runs fold into one more round. */
@@ -113,9 +126,10 @@ export class CallbackDispatcher {
       do {
         this.pumpAgain = false;
         const free = this.concurrency - this.inFlight.size;
-        if (free <= 0) return; // each finished send wakes the dispatcher again
+        // Each finished send wakes the dispatcher again.
+        if (free <= 0 || (free < this.minClaim && this.inFlight.size > 0)) return;
         const config = await this.runtimeConfig.callback();
-        const now = this.now();
+        const now = Date.now();
         const claimed = await this.repo.claimDue(now, now + config.callback_timeout_ms + LEASE_MARGIN_MS, free);
         // Claimed even while stopping: stop() waits for these sends too.
         for (const delivery of claimed) this.dispatch(delivery, config);
@@ -139,7 +153,7 @@ export class CallbackDispatcher {
 
   private async deliver(delivery: CallbackDeliveryRow, config: CallbackConfig): Promise<RecordedAttempt> {
     const attemptNumber = delivery.attempts + 1;
-    const at = this.now();
+    const at = Date.now();
     const response = await this.sender.send({
       url: delivery.url,
       id: delivery.id,
@@ -148,11 +162,12 @@ export class CallbackDispatcher {
       timeoutMs: config.callback_timeout_ms,
       timestamp: Math.floor(at / 1000),
     });
-    const now = this.now();
+    const now = Date.now();
     const outcome = outcomeOf(response, attemptNumber, config.callback_retry_delays_ms, now);
     const log = this.opts.logger.child({ taskId: delivery.task_id, deliveryId: delivery.id, attempt: attemptNumber });
     if (outcome.state === 'failed') log.warn({ response }, 'callback not delivered; retries used up');
-    else if (outcome.state === 'pending') log.info({ response, retryAt: new Date(outcome.nextAttemptAt).toISOString() }, 'callback not delivered; will retry');
+    // Each try is in the admin API's history; the log keeps only the give-ups above debug.
+    else if (outcome.state === 'pending') log.debug({ response, retryAt: new Date(outcome.nextAttemptAt).toISOString() }, 'callback not delivered; will retry');
     else log.debug({ durationMs: response.durationMs }, 'callback delivered');
     return {
       attempt: {
@@ -171,10 +186,10 @@ export class CallbackDispatcher {
     };
   }
 
-  /** Queues a finished try; tries finishing together are written in one transaction. */
+  /** Queues a finished try; tries finishing in the same turn of the event loop are written in one transaction. */
   private record(recorded: RecordedAttempt): void {
     this.toRecord.push(recorded);
-    this.recording ??= this.writeRecorded();
+    this.recording ??= new Promise((resolve) => setImmediate(resolve)).then(() => this.writeRecorded());
   }
 
   private async writeRecorded(): Promise<void> {
@@ -188,7 +203,7 @@ export class CallbackDispatcher {
         // Unrecorded tries are made again once their leases run out.
         this.opts.logger.error({ err, count: batch.length }, 'recording callback attempts failed');
       }
-      // A recorded outcome frees the task's next delivery, and a slot.
+      // A recorded outcome frees the task's next delivery.
       this.wake();
     }
     this.recording = undefined;
@@ -200,7 +215,7 @@ export class CallbackDispatcher {
     const timer = setTimeout(() => {
       this.retryTimers.delete(timer);
       this.wake();
-    }, Math.max(0, time - this.now()));
+    }, Math.max(0, time - Date.now()));
     timer.unref();
     this.retryTimers.add(timer);
   }

@@ -43,8 +43,8 @@ export class CallbacksRepo {
           ),
         ),
       )
+      // The due index gives this order, so the scan stops after `limit` claimable rows.
       .orderBy('d.next_attempt_at')
-      .orderBy('d.seq')
       .limit(limit);
     // PostgreSQL: dispatchers of other instances skip the rows being claimed instead of waiting on them.
     if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
