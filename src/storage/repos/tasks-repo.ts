@@ -1,5 +1,6 @@
 import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db.ts';
+import { TransactionBatcher } from '../transaction-batcher.ts';
 import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
 
 /** Columns a status change writes; the version is checked and bumped by update(). */
@@ -9,10 +10,15 @@ const LIVE = ['submitted', 'started', 'process'] as const;
 
 /** Tasks, and the embedded queue kept in their lease columns. */
 export class TasksRepo {
-  constructor(private readonly db: Db) {}
+  /** Submits and status changes are committed in groups (see TransactionBatcher). */
+  private readonly writes: TransactionBatcher;
+
+  constructor(private readonly db: Db) {
+    this.writes = new TransactionBatcher(db.kysely);
+  }
 
   async insert(row: TaskRow, delivery?: CallbackDeliveryRow): Promise<void> {
-    await this.db.kysely.transaction().execute(async (trx) => {
+    await this.writes.run(async (trx) => {
       await trx.insertInto('tasks').values(row).execute();
       if (delivery) await trx.insertInto('callback_deliveries').values(delivery).execute();
     });
@@ -27,7 +33,7 @@ export class TasksRepo {
    * its callback delivery. Answers false when another writer got there first.
    */
   async update(id: string, version: number, patch: TaskPatch, delivery?: CallbackDeliveryRow): Promise<boolean> {
-    return this.db.kysely.transaction().execute(async (trx) => {
+    return this.writes.run(async (trx) => {
       const res = await trx
         .updateTable('tasks')
         .set({ ...patch, version: version + 1 })
