@@ -102,7 +102,8 @@ function orderedDeliverySuite(store: 'SQLite' | 'PostgreSQL', envOf: () => Promi
         return;
       }
       cleanup = found.cleanup;
-      server = await startTestServer({ LOCAL_ENGINE_MIN_DURATION_MS: '0', ...found.env });
+      // A run long enough for the local engine to report progress (process updates) on the way.
+      server = await startTestServer({ LOCAL_ENGINE_MIN_DURATION_MS: '60', ...found.env });
       receiver = await CallbackReceiver.start();
       token = await server.tokenFor('alice');
       await configure(server, { callback_url: receiver.url });
@@ -120,6 +121,7 @@ function orderedDeliverySuite(store: 'SQLite' | 'PostgreSQL', envOf: () => Promi
       const taskId = await submit(server, token);
       const updates = await deliveredUpdates(receiver, taskId);
       assertInStatusOrder(updates);
+      assert.ok(updates.some((u) => u.json.queue_status.status === 'process'), 'progress updates are delivered too');
       assert.equal(new Set(updates.map((u) => u.id)).size, updates.length, 'each update has its own webhook-id');
 
       for (const update of updates) {
