@@ -174,6 +174,31 @@ orderedDeliverySuite('PostgreSQL', async () => {
   return { env: pg.env, cleanup: () => dropSchema(pg.env.DATABASE_SCHEMA!) };
 });
 
+describe('task callback with two instances on one PostgreSQL', () => {
+  it('sends every delivery once, each task in order, whichever instance ran the task', async (t) => {
+    const pg = await postgresEnv();
+    if ('skip' in pg) return t.skip(pg.skip);
+    const receiver = await CallbackReceiver.start();
+    const env = { LOCAL_ENGINE_MIN_DURATION_MS: '0', ...pg.env };
+    const first = await startTestServer(env);
+    let second: TestServer | undefined;
+    try {
+      await configure(first, { callback_url: receiver.url });
+      second = await startTestServer({ ...env, ADMIN_TOKEN: first.adminToken });
+      const token = await first.tokenFor('erin');
+      const taskIds = await Promise.all(Array.from({ length: 40 }, (_, i) => submit(i % 2 ? second! : first, token)));
+      for (const taskId of taskIds) assertInStatusOrder(await deliveredUpdates(receiver, taskId));
+      const ids = receiver.requests.map((r) => r.id);
+      assert.equal(new Set(ids).size, ids.length, 'no delivery was sent twice');
+    } finally {
+      await second?.close();
+      await first.close();
+      await receiver.close();
+      await dropSchema(pg.env.DATABASE_SCHEMA!);
+    }
+  });
+});
+
 describe('task callback retries', () => {
   let server: TestServer;
   let token: string;
