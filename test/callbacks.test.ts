@@ -323,7 +323,7 @@ describe('task callback retries', () => {
     assert.equal(((await res.json()) as Json).callback_url, undefined);
     const silentTask = await submit(server, token);
     const ended = await server.server.services.tasks.waitForEnd(silentTask, 10_000);
-    assert.equal(ended?.status, 'success');
+    assert.equal(ended?.queue_status.status, 'success');
     assert.deepEqual(await history(server, silentTask), []);
 
     // A task submitted after the address is set again is delivered, and nothing of the silent one comes before it.
@@ -383,7 +383,7 @@ describe('task callback across a restart', () => {
         taskId = await submit(first, await first.tokenFor('dave'));
         await receiver.nth(1);
         // All of the task's updates are in the outbox before the stop (a run cut short would be resumed, and its updates differ).
-        assert.equal((await first.server.services.tasks.waitForEnd(taskId, 10_000))?.status, 'success');
+        assert.equal((await first.server.services.tasks.waitForEnd(taskId, 10_000))?.queue_status.status, 'success');
       } finally {
         await first.close();
       }

@@ -629,7 +629,7 @@ describe('realtime gateway without required authentication', () => {
     const rejected = await client.next();
     assert.equal(rejected.type, 'command.rejected');
     assert.equal(rejected.reason, 'unauthenticated');
-    assert.equal((await srv.server.services.tasks.waitForEnd(taskId, WAIT_MS))?.status, 'success');
+    assert.equal((await srv.server.services.tasks.waitForEnd(taskId, WAIT_MS))?.queue_status.status, 'success');
     await client.roundTrip();
     assert.deepEqual(client.pending().filter((m) => m.type === 'task.status'), []);
     client.close();

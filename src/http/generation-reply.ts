@@ -1,7 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../core/errors.ts';
 import type { TaskRow } from '../storage/schema.ts';
-import { drawResponseOf, type DrawResponse } from '../tasks/task-record.ts';
+import type { DrawResponse } from '../tasks/task-record.ts';
 import type { GenerationOutcome } from '../tasks/generation-service.ts';
 
 const ASYNC_HEADERS = ['x-async', 'async'] as const;
@@ -37,12 +37,9 @@ export function sendOutcome(reply: FastifyReply, outcome: GenerationOutcome, ext
   const { task } = outcome;
   if (outcome.kind === 'submitted') return reply.code(200).send(asyncBody(task));
   if (outcome.kind === 'still_running') return reply.code(202).send(asyncBody(task));
-  const draw = drawResponseOf(task);
-  if (task.status === 'failed') {
-    throw new ApiError('task_failed', task.error_message ?? task.message ?? 'the task failed', null, { task_id: task.id, request_id: task.request_id });
-  }
-  if (task.status === 'rejected') {
-    throw new ApiError('task_rejected', task.message ?? 'the task was rejected', null, { task_id: task.id, request_id: task.request_id });
-  }
+  const draw = outcome.record.queue_status.data;
+  const ids = { task_id: task.id, request_id: task.request_id };
+  if (draw.status === 'failed') throw new ApiError('task_failed', draw.original_error_message ?? draw.message ?? 'the task failed', null, ids);
+  if (draw.status === 'rejected') throw new ApiError('task_rejected', draw.message ?? 'the task was rejected', null, ids);
   return reply.code(200).send({ ...draw, ...extra(draw) });
 }

@@ -70,7 +70,10 @@ export class CallbackDispatcher {
   start(): void {
     if (this.started) return;
     this.started = true;
-    this.unsubscribe = this.bus.subscribe('task.status', () => this.wakeAfterEvent());
+    // A change announced without a callback address wrote no delivery: nothing to send.
+    this.unsubscribe = this.bus.subscribe('task.status', (event) => {
+      if (event.record.callback_url) this.wakeAfterEvent();
+    });
     this.pollTimer = setInterval(() => this.wake(), this.pollMs);
     this.pollTimer.unref();
     this.wake();

@@ -4,6 +4,7 @@ import { ApiError } from '../core/errors.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { TaskService } from './task-service.ts';
+import type { TaskStatusRecord } from './task-record.ts';
 
 /** One generation call, as every generation endpoint hands it over. */
 export interface GenerationRequest {
@@ -24,8 +25,8 @@ export interface GenerationRequest {
 export type GenerationOutcome =
   /** Async mode: the task is queued. */
   | { kind: 'submitted'; task: TaskRow }
-  /** Sync mode: the task ended (any terminal status). */
-  | { kind: 'ended'; task: TaskRow }
+  /** Sync mode: the task ended (any terminal status); its final record. */
+  | { kind: 'ended'; task: TaskRow; record: TaskStatusRecord }
   /** Sync mode past SYNC_TIMEOUT_MS: the task goes on; the caller gets the async body. */
   | { kind: 'still_running'; task: TaskRow };
 
@@ -63,7 +64,7 @@ export class GenerationService {
       input: request.input,
     });
     if (mode === 'async') return { kind: 'submitted', task };
-    const ended = await this.deps.tasks.waitForEnd(task.id, this.deps.syncTimeoutMs);
-    return ended ? { kind: 'ended', task: ended } : { kind: 'still_running', task };
+    const record = await this.deps.tasks.waitForEnd(task.id, this.deps.syncTimeoutMs);
+    return record ? { kind: 'ended', task, record } : { kind: 'still_running', task };
   }
 }

@@ -64,32 +64,37 @@ export class TaskRunner {
     const onLost = () => controller.abort(claim.signal.reason);
     claim.signal.addEventListener('abort', onLost, { once: true });
     this.running.set(row.id, controller);
+    // The newest version this run wrote, handed back to save re-reading it on the next change.
+    let latest: TaskRow = row;
     try {
       if (row.status === 'submitted') {
         try {
           await engine.check?.(job);
         } catch (err) {
           if (!(err instanceof TaskRejectedError)) throw err;
-          await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message });
+          await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest });
           return;
         }
-        const started = await this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId });
+        const started = await this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest });
         if (!started.ok) return;
+        latest = started.row;
       } else {
         log.info('resuming a task whose worker stopped');
-        await this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId });
+        const resumed = await this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId, current: latest });
+        latest = resumed.row;
       }
       const output = await engine.run(job, {
         signal: controller.signal,
         progress: async (percent, message) => {
-          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) });
+          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest });
+          latest = res.row;
           // Ended meanwhile (cancelled elsewhere): stop the work.
           if (!res.ok) controller.abort(new CancelledError(`task is ${res.row.status}`));
         },
       });
       controller.signal.throwIfAborted();
       const result = await this.store(row, output);
-      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result });
+      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result, current: latest });
     } catch (err) {
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.

@@ -45,7 +45,7 @@ function stateOf(row: TaskRow): TaskState {
  * published), reading, cancelling and waiting for the end.
  */
 export class TaskService {
-  private readonly waiters = new Map<string, Set<(row: TaskRow | undefined) => void>>();
+  private readonly waiters = new Map<string, Set<(record: TaskStatusRecord | undefined) => void>>();
   private readonly unsubscribe: () => void;
 
   constructor(
@@ -136,9 +136,12 @@ export class TaskService {
    * writes the result compare-and-set, retrying when another writer got there first. The
    * change and its callback delivery are persisted before the event is published.
    */
-  async transition(taskId: string, change: TaskChange, extra: { result?: TaskResult; server?: string } = {}): Promise<TransitionResult> {
+  async transition(taskId: string, change: TaskChange, extra: { result?: TaskResult; server?: string; current?: TaskRow } = {}): Promise<TransitionResult> {
+    // The caller's copy saves a read; if it is stale the compare-and-set fails and the task is read.
+    let known = extra.current;
     for (let i = 0; i < MAX_CAS_RETRIES; i++) {
-      const row = await this.repo.find(taskId);
+      const row = known ?? (await this.repo.find(taskId));
+      known = undefined;
       if (!row) throw new Error(`task ${taskId} vanished`);
       const now = this.now();
       const outcome = transition(stateOf(row), change, now);
@@ -170,30 +173,30 @@ export class TaskService {
   }
 
   /**
-   * Resolves with the task once it has ended, or undefined after `timeoutMs`. Listens for the
-   * task's events and re-reads the store now and then, so a missed event cannot strand it.
+   * Resolves with the record of the task once it has ended, or undefined after `timeoutMs`.
+   * Listens for the task's events and re-reads the store now and then, so a missed event
+   * cannot strand it.
    */
-  async waitForEnd(taskId: string, timeoutMs: number): Promise<TaskRow | undefined> {
-    return new Promise<TaskRow | undefined>((resolve) => {
+  async waitForEnd(taskId: string, timeoutMs: number): Promise<TaskStatusRecord | undefined> {
+    return new Promise<TaskStatusRecord | undefined>((resolve) => {
       let settled = false;
-      const finish = (row: TaskRow | undefined) => {
+      const finish = (record: TaskStatusRecord | undefined) => {
         if (settled) return;
         settled = true;
         clearTimeout(timeout);
         clearInterval(recheck);
         const set = this.waiters.get(taskId);
-        set?.delete(onEvent);
+        set?.delete(finish);
         if (set?.size === 0) this.waiters.delete(taskId);
-        resolve(row);
+        resolve(record);
       };
-      const onEvent = (row: TaskRow | undefined) => finish(row);
       const check = () =>
         this.repo.find(taskId).then(
-          (row) => row && isTerminal(row.status) && finish(row),
+          (row) => row && isTerminal(row.status) && finish(statusRecordOf(row)),
           (err: unknown) => this.opts.logger.warn({ err, taskId }, 're-reading a waited-for task failed'),
         );
       const set = this.waiters.get(taskId) ?? new Set();
-      set.add(onEvent);
+      set.add(finish);
       this.waiters.set(taskId, set);
       const timeout = setTimeout(() => finish(undefined), timeoutMs);
       const recheck = setInterval(check, WAIT_RECHECK_MS);
@@ -209,15 +212,7 @@ export class TaskService {
 
   private wakeWaiters(event: TaskStatusEvent): void {
     if (!isTerminal(event.status)) return;
-    const set = this.waiters.get(event.taskId);
-    if (!set) return;
-    // The event carries the record, not the row: the row is read back once for all waiters.
-    this.repo.find(event.taskId).then(
-      (row) => {
-        if (row) for (const wake of [...set]) wake(row);
-      },
-      (err: unknown) => this.opts.logger.warn({ err, taskId: event.taskId }, 'reading an ended task failed'),
-    );
+    for (const wake of [...(this.waiters.get(event.taskId) ?? [])]) wake(event.record);
   }
 
   private async announce(row: TaskRow): Promise<void> {
