@@ -1,4 +1,4 @@
-import type { Kysely } from 'kysely';
+import { sql, type Kysely } from 'kysely';
 
 /**
  * Tasks double as the embedded queue: a task is claimable while submitted, or while its
@@ -36,6 +36,13 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('tasks_status_created').on('tasks').columns(['status', 'created_at']).execute();
   await db.schema.createIndex('tasks_status_lease').on('tasks').columns(['status', 'lease_until']).execute();
+  // Exactly the claimable tasks in claim order: taking the oldest never sorts the backlog.
+  await db.schema
+    .createIndex('tasks_claimable')
+    .on('tasks')
+    .columns(['created_at', 'id'])
+    .where(sql<boolean>`status = 'submitted' and lease_until is null`)
+    .execute();
   await db.schema.createIndex('tasks_owner_created').on('tasks').columns(['owner_id', 'created_at']).execute();
 
   await db.schema

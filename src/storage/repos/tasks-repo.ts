@@ -7,21 +7,35 @@ import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
 export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
 
 const LIVE = ['submitted', 'started', 'process'] as const;
+/** Rows per INSERT statement, well under both databases' limits on bound parameters. */
+const INSERT_CHUNK = 500;
 
 /** Tasks, and the embedded queue kept in their lease columns. */
 export class TasksRepo {
   /** Submits and status changes are committed in groups (see TransactionBatcher). */
   private readonly writes: TransactionBatcher;
+  private pendingInserts: { row: TaskRow; delivery: CallbackDeliveryRow | undefined }[] = [];
+  private insertFlush: Promise<void> | undefined;
 
   constructor(private readonly db: Db) {
     this.writes = new TransactionBatcher(db.kysely);
   }
 
+  /** Stores a new task with its first callback delivery; submits of one moment share one multi-row insert. */
   async insert(row: TaskRow, delivery?: CallbackDeliveryRow): Promise<void> {
-    await this.writes.run(async (trx) => {
-      await trx.insertInto('tasks').values(row).execute();
-      if (delivery) await trx.insertInto('callback_deliveries').values(delivery).execute();
+    this.pendingInserts.push({ row, delivery });
+    this.insertFlush ??= this.writes.run(async (trx) => {
+      // Submits arriving from here on go into the next flush.
+      const batch = this.pendingInserts.splice(0);
+      this.insertFlush = undefined;
+      for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
+        const chunk = batch.slice(i, i + INSERT_CHUNK);
+        await trx.insertInto('tasks').values(chunk.map((b) => b.row)).execute();
+        const deliveries = chunk.flatMap((b) => (b.delivery ? [b.delivery] : []));
+        if (deliveries.length > 0) await trx.insertInto('callback_deliveries').values(deliveries).execute();
+      }
     });
+    await this.insertFlush;
   }
 
   async find(id: string): Promise<TaskRow | undefined> {
@@ -59,10 +73,11 @@ export class TasksRepo {
 
   /**
    * Claims up to `limit` submitted tasks nobody holds for `owner` until `leaseUntil`, oldest
-   * first. The index on (status, created_at) keeps this cheap however long the queue is.
+   * first. The partial index of claimable tasks keeps this cheap however long the queue is.
    */
   async claimSubmitted(owner: string, limit: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
-    return this.claimWhere(owner, limit, leaseUntil, (q) => q.where('status', '=', 'submitted').where('lease_until', 'is', null));
+    // A literal, not a parameter: only then can both databases prove the partial index applies.
+    return this.claimWhere(owner, limit, leaseUntil, (q) => q.where('status', '=', sql.lit('submitted')).where('lease_until', 'is', null));
   }
 
   /**
