@@ -5,14 +5,12 @@
 //             recovers: how fast the outbox that piled up is sent.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import pg from 'pg';
-import { createToken, rssMb, startBenchServer, type BenchServer } from './support.ts';
+import { createToken, rssMb, onPostgres, startBenchServer, type BenchServer } from './support.ts';
 
 const STREAM_TASKS = Number(process.env.BENCH_CALLBACK_STREAM_TASKS ?? 2000);
 /** Enough for a backlog that takes a few seconds to send. */
 const BACKLOG_TASKS = Number(process.env.BENCH_CALLBACK_BACKLOG_TASKS ?? 4000);
 const SUBMIT_CONCURRENCY = 32;
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const TERMINAL = new Set(['success', 'failed', 'rejected', 'cancelled']);
 
 /** Counts callbacks; while stalled, holds every request unanswered until release(). */
@@ -174,17 +172,4 @@ async function benchStore(label: string, env: Record<string, string>): Promise<v
 
 await benchStore('SQLite', {});
 
-const schema = `bench_${process.pid}`;
-const admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
-try {
-  await admin.connect();
-} catch (err) {
-  process.stdout.write(`callbacks (PostgreSQL): skipped, ${PG_URL} not reachable (${(err as Error).message})\n`);
-  process.exit(0);
-}
-try {
-  await benchStore('PostgreSQL', { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema });
-} finally {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-}
+await onPostgres('callbacks', (env) => benchStore('PostgreSQL', env));

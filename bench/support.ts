@@ -2,6 +2,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import pg from 'pg';
 
 export interface BenchServer {
   url: string;
@@ -57,4 +58,27 @@ export function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
   const kb = Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0);
   return kb / 1024;
+}
+
+const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+
+/**
+ * Runs `bench` with the env of a server on PostgreSQL in a schema of its own, dropped
+ * afterwards; prints why and skips when PostgreSQL does not answer.
+ */
+export async function onPostgres(name: string, bench: (env: Record<string, string>) => Promise<void>): Promise<void> {
+  const schema = `bench_${process.pid}`;
+  const admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  try {
+    await admin.connect();
+  } catch (err) {
+    process.stdout.write(`${name} (PostgreSQL): skipped, ${PG_URL} not reachable (${(err as Error).message})\n`);
+    return;
+  }
+  try {
+    await bench({ DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema });
+  } finally {
+    await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+    await admin.end();
+  }
 }

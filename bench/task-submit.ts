@@ -1,11 +1,9 @@
 // Async submits per second (POST /v1/images/generations with x-async: 1) and submit→success
 // latency (the same call in sync mode) with the local engine, on SQLite and on PostgreSQL.
 import autocannon from 'autocannon';
-import pg from 'pg';
-import { createToken, rssMb, startBenchServer, type BenchServer } from './support.ts';
+import { createToken, rssMb, onPostgres, startBenchServer, type BenchServer } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 10);
-const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 const BODY = JSON.stringify({ prompt: 'bench', model: 'seedream-4.0', size: '64x64' });
 
 async function waitUntilDrained(server: BenchServer, token: string, timeoutMs: number): Promise<number> {
@@ -53,17 +51,4 @@ async function benchStore(label: string, env: Record<string, string>): Promise<v
 
 await benchStore('SQLite', {});
 
-const schema = `bench_${process.pid}`;
-const admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
-try {
-  await admin.connect();
-} catch (err) {
-  process.stdout.write(`task-submit (PostgreSQL): skipped, ${PG_URL} not reachable (${(err as Error).message})\n`);
-  process.exit(0);
-}
-try {
-  await benchStore('PostgreSQL', { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema });
-} finally {
-  await admin.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
-  await admin.end();
-}
+await onPostgres('task-submit', (env) => benchStore('PostgreSQL', env));

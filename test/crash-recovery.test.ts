@@ -1,10 +1,10 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiver.ts';
 import { spawnServer, type ServerProcess } from './support/process.ts';
 import { tempDataDir } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -20,14 +20,6 @@ async function api(server: ServerProcess, token: string, path: string, init: Req
   return body;
 }
 
-/** Polls until `check` answers true; bounded, with the last state in the error. */
-async function eventually(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(50);
-  }
-}
 
 describe('SIGKILL and restart (SQLite)', () => {
   const dataDir = tempDataDir();
@@ -61,7 +53,7 @@ describe('SIGKILL and restart (SQLite)', () => {
     }
     const statusOf = async (s: ServerProcess, id: string) => (await api(s, token, `/v1/ai/result/${id}`)).queue_status;
     // Two running (progress under way), three queued, and a delivery refused once (between retries).
-    await eventually('two tasks running', async () => (await Promise.all(ids.slice(0, 2).map((id) => statusOf(server!, id)))).every((q) => q.status === 'process'));
+    await eventually('two tasks running', async () => (await Promise.all(ids.slice(0, 2).map((id) => statusOf(server!, id)))).every((q) => q.status === 'process'), 30_000);
     const before = await Promise.all(ids.map((id) => statusOf(server!, id)));
     assert.deepEqual(before.slice(2).map((q) => q.status), ['submitted', 'submitted', 'submitted'], JSON.stringify(before));
     const refused = await receiver.first((r) => r.answer !== 'hang-up' && r.answer.status === 500);

@@ -2,11 +2,11 @@ import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiver.ts';
 import { dropSchema, postgresEnv, redisEnv, REDIS_URL, tempDataDir } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 import { spawnServer, type ServerProcess } from './support/process.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -15,16 +15,6 @@ type Json = any;
 const IMAGE = { prompt: 'two harbours, one ship', model: 'seedream-4.0', size: '64x64' };
 const START_TIMEOUT_MS = 60_000;
 
-/** Polls `probe` until it answers something other than undefined; bounded. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await delay(25);
-  }
-}
 
 /** One `gengate serve` process of the deployment. */
 class Instance {

@@ -1,28 +1,18 @@
 import { after, before, describe, it, type TestContext } from 'node:test';
 import assert from 'node:assert/strict';
-import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import sharp from 'sharp';
 import { RedisEventBus } from '../src/tasks/redis-event-bus.ts';
 import type { BusTopics, TaskStatusEvent } from '../src/tasks/event-bus.ts';
 import { dropSchema, postgresEnv, redisEnv, REDIS_URL, startTestServer, type TestServer } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 const IMAGE = { prompt: 'a lighthouse at dusk', model: 'seedream-4.0', size: '64x64' };
 
-/** Polls `probe` until it answers something other than undefined; bounded. */
-async function eventually<T>(what: string, probe: () => Promise<T | undefined>, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
-    await delay(25);
-  }
-}
 
 /** `promise`, or a rejection naming `what` after `ms`. */
 async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
