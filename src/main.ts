@@ -14,6 +14,8 @@ import { FileService } from './files/file-service.ts';
 import { AssetsRepo } from './storage/repos/assets-repo.ts';
 import { AssetService } from './assets/asset-service.ts';
 import { buildApp } from './http/app.ts';
+import { createMetricsRegistry } from './http/plugins/metrics.ts';
+import { TaskMetrics } from './tasks/task-metrics.ts';
 import type { AppServices } from './http/services.ts';
 import { InProcessEventBus, type EventBus } from './tasks/event-bus.ts';
 import { RedisEventBus } from './tasks/redis-event-bus.ts';
@@ -72,7 +74,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const queue: TaskQueue = settings.redisUrl
     ? new BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger })
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger });
-  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }) });
+  const metrics = createMetricsRegistry();
+  const taskMetrics = new TaskMetrics(metrics);
+  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
   const engines = parts.engines ?? createEngineRegistry(settings);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
   const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
@@ -80,7 +84,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }) });
-  const services: AppServices = { settings, logger, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks };
+  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
   app.server.on('upgrade', realtime.upgradeListener('/realtime'));

@@ -220,6 +220,18 @@ describe('generation tasks on the local engine', () => {
     assert.ok(events.of(task_id).every((e) => e.status !== 'success'));
   });
 
+  it('/metrics counts status changes by status and model and times ended tasks', async () => {
+    const counted = async (): Promise<string> => (await srv.fetch('/metrics')).text();
+    const valueOf = (text: string, series: string): number => Number(new RegExp(`^${series.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(text)?.[1] ?? 0);
+    const success = 'gengate_task_status_changes_total{status="success",model="seedream-4.0"}';
+    const ended = 'gengate_task_duration_seconds_count{status="success",model="seedream-4.0"}';
+    const before = await counted();
+    assert.equal(((await (await submit(srv, token, IMAGE)).json()) as Json).status, 'success');
+    const after = await counted();
+    assert.equal(valueOf(after, success) - valueOf(before, success), 1, after);
+    assert.equal(valueOf(after, ended) - valueOf(before, ended), 1);
+  });
+
   it('cancel of a finished task is 409 task_already_finished', async () => {
     const done: Json = await (await submit(srv, token, IMAGE)).json();
     const res = await srv.fetch(`/v1/ai/cancel/${done.task_id}`, { token });

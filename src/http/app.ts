@@ -92,8 +92,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   });
 
   registerErrorHandling(app);
-  const registry = registerMetrics(app);
-  app.addHook('onClose', async () => registry.clear());
+  registerMetrics(app, services.metrics);
+  app.addHook('onClose', async () => services.metrics.clear());
   registerAuth(app, services.tokens);
 
   await app.register(multipart, {

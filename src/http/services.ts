@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import type { Registry } from 'prom-client';
 import type { Settings } from '../config/settings.ts';
 import type { RuntimeConfig } from '../config/runtime-config.ts';
 import type { Db } from '../storage/db.ts';
@@ -17,6 +18,8 @@ import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 export interface AppServices {
   settings: Settings;
   logger: Logger;
+  /** Prometheus figures served at /metrics. */
+  metrics: Registry;
   db: Db;
   blobs: BlobStore;
   tokens: TokenService;

@@ -53,7 +53,7 @@ export class TaskService {
     private readonly bus: EventBus,
     private readonly queue: TaskQueue,
     private readonly runtimeConfig: RuntimeConfig,
-    private readonly opts: { instanceId: string; logger: Logger; now?: () => number },
+    private readonly opts: { instanceId: string; logger: Logger; now?: () => number; observe?: (row: TaskRow) => void },
   ) {
     this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
   }
@@ -216,6 +216,7 @@ export class TaskService {
   }
 
   private async announce(row: TaskRow): Promise<void> {
+    this.opts.observe?.(row);
     const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record: statusRecordOf(row) };
     try {
       await this.bus.publish('task.status', event);

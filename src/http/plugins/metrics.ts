@@ -1,10 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
-/** Prometheus metrics of one server: requests by route and status, latency histogram, process defaults. */
-export function registerMetrics(app: FastifyInstance): Registry {
+/** A registry with the process defaults; domain parts add their figures to it. */
+export function createMetricsRegistry(): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'gengate_' });
+  return registry;
+}
+
+/** Prometheus metrics of one server at /metrics: requests by route and status, latency histogram, and the registry's other figures. */
+export function registerMetrics(app: FastifyInstance, registry: Registry): void {
   const requests = new Counter({
     name: 'gengate_http_requests_total',
     help: 'HTTP requests by method, route and status',
@@ -28,5 +33,4 @@ export function registerMetrics(app: FastifyInstance): Registry {
     reply.type(registry.contentType);
     return registry.metrics();
   });
-  return registry;
 }
