@@ -338,6 +338,23 @@ describe('realtime gateway: tickets', () => {
     client.close();
   });
 
+  it('revoking a token ends the sessions opened with it, directly or through a ticket, and no others', async () => {
+    const created = await srv.fetch('/admin/tokens', { method: 'POST', token: srv.adminToken, json: { user_id: 'alice', name: 'to revoke' } });
+    const { id, token } = (await created.json()) as Json;
+    const direct = await session(wsUrl(srv), { bearer: token });
+    const viaTicket = await session(wsUrl(srv), { ticket: await ticketFor(srv, token) });
+    const other = await session(wsUrl(srv), { bearer: alice });
+    assert.equal((await srv.fetch(`/admin/tokens/${id}`, { method: 'DELETE', token: srv.adminToken })).status, 204);
+    for (const { client } of [direct, viaTicket]) {
+      const error = await expectFailure(client, 4401);
+      assert.match(error.message, /revoked/);
+    }
+    // The session of alice's other token still works.
+    other.client.send('ping');
+    assert.equal(await other.client.next(), 'pong');
+    other.client.close();
+  });
+
   it('lets only one of two sessions presenting the same ticket at once in', async () => {
     const ticket = await ticketFor(srv, alice);
     const clients = await Promise.all([initialized(wsUrl(srv)), initialized(wsUrl(srv))]);

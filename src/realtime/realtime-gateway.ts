@@ -90,6 +90,11 @@ export function createRealtimeGateway(opts: RealtimeGatewayOptions): RealtimeGat
     for (const session of recipients) session.deliverTaskStatus(event, text);
   });
 
+  // Revocation is rare; looking through every session is cheaper than another index.
+  const unsubscribeRevoked = opts.bus.subscribe('token.revoked', ({ tokenId }) => {
+    for (const session of sessions) session.tokenRevoked(tokenId);
+  });
+
   const heartbeat = setInterval(() => {
     for (const session of sessions) session.heartbeat();
   }, opts.settings.realtimeHeartbeatMs);
@@ -128,6 +133,7 @@ export function createRealtimeGateway(opts: RealtimeGatewayOptions): RealtimeGat
       closing = true;
       clearInterval(heartbeat);
       unsubscribe();
+      unsubscribeRevoked();
       if (sessions.size > 0) {
         const done = new Promise<void>((resolve) => {
           allClosed = resolve;

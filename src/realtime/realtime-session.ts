@@ -72,6 +72,8 @@ export class RealtimeSession {
   private alive = true;
   private phase: Phase = 'challenged';
   private userId: string | undefined;
+  /** The API token the session authenticated with (directly or through a ticket). */
+  private tokenId: string | undefined;
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly handshakeTimer: NodeJS.Timeout;
 
@@ -182,25 +184,31 @@ export class RealtimeSession {
   }
 
   private async authenticate(message: SessionAuthenticate): Promise<void> {
-    let userId: string | undefined;
+    let who: { userId: string; tokenId: string } | undefined;
     let refusal: string;
     if (message.method === 'bearer') {
       const token = BEARER.exec(message.credential)?.[1];
-      userId = token ? (await this.deps.tokens.authenticate(token))?.userId : undefined;
+      who = token ? await this.deps.tokens.authenticate(token) : undefined;
       refusal = 'unknown or revoked token (credential: "Bearer <API token>")';
     } else if (message.method === 'ws_ticket') {
-      userId = await this.deps.tickets.redeem(message.credential.trim());
+      who = await this.deps.tickets.redeem(message.credential.trim());
       refusal = 'unknown, used or expired ticket';
     } else {
       refusal = `unknown method "${message.method}"; use ${AUTH_METHODS.join(' or ')}`;
     }
     if (this.phase !== 'authenticating') return; // timed out or closed meanwhile
-    if (userId === undefined) {
+    if (who === undefined) {
       this.fail(CLOSE_CODES.badCredential, refusal);
       return;
     }
+    this.tokenId = who.tokenId;
     this.send({ type: 'session.authenticated' });
-    this.becomeReady(userId);
+    this.becomeReady(who.userId);
+  }
+
+  /** Ends the session when it was opened with the revoked token. */
+  tokenRevoked(tokenId: string): void {
+    if (this.tokenId === tokenId) this.fail(CLOSE_CODES.badCredential, 'the token of this session was revoked');
   }
 
   private becomeReady(userId: string | undefined): void {

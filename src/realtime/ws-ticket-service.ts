@@ -31,20 +31,20 @@ export class WsTicketService {
     return (this.opts.now ?? Date.now)();
   }
 
-  async issue(userId: string): Promise<IssuedTicket> {
+  async issue(userId: string, tokenId: string): Promise<IssuedTicket> {
     const now = this.now();
     if (now >= this.nextSweepAt) {
       this.nextSweepAt = now + SWEEP_INTERVAL_MS;
       this.repo.deleteExpired(now).catch((err: unknown) => this.opts.logger.warn({ err }, 'sweeping expired realtime tickets failed'));
     }
     const ticket = TICKET_PREFIX + newSecret();
-    await this.repo.insert({ ticket_hash: hashToken(ticket), user_id: userId, expires_at: now + WS_TICKET_TTL_S * 1000 });
+    await this.repo.insert({ ticket_hash: hashToken(ticket), user_id: userId, token_id: tokenId, expires_at: now + WS_TICKET_TTL_S * 1000 });
     return { ticket, expires_in: WS_TICKET_TTL_S };
   }
 
-  /** The user a ticket was issued to, using it up; undefined when unknown, already used or expired. */
-  async redeem(ticket: string): Promise<string | undefined> {
+  /** Who a ticket was issued to, using it up; undefined when unknown, already used or expired. */
+  async redeem(ticket: string): Promise<{ userId: string; tokenId: string } | undefined> {
     const row = await this.repo.take(hashToken(ticket));
-    return row && row.expires_at > this.now() ? row.user_id : undefined;
+    return row && row.expires_at > this.now() ? { userId: row.user_id, tokenId: row.token_id } : undefined;
   }
 }

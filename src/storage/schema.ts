@@ -179,5 +179,7 @@ export interface CallbackAttemptRow {
 export interface WsTicketRow {
   ticket_hash: string;
   user_id: string;
+  /** The API token that asked for it: revoking the token ends sessions opened with the ticket. */
+  token_id: string;
   expires_at: number;
 }

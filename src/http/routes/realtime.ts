@@ -16,5 +16,5 @@ export const realtimeRoutes = (services: AppServices): FastifyPluginAsyncTypebox
         }),
       },
     },
-  }, async (request) => services.wsTickets.issue(request.principal.userId));
+  }, async (request) => services.wsTickets.issue(request.principal.userId, request.principal.tokenId));
 };

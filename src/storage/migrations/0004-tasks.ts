@@ -80,6 +80,7 @@ export async function up(db: Kysely<any>): Promise<void> {
     .createTable('ws_tickets')
     .addColumn('ticket_hash', 'text', (c) => c.primaryKey())
     .addColumn('user_id', 'text', (c) => c.notNull())
+    .addColumn('token_id', 'text', (c) => c.notNull())
     .addColumn('expires_at', 'bigint', (c) => c.notNull())
     .execute();
 }
