@@ -25,6 +25,7 @@ export class DbTaskQueue implements TaskQueue {
   private stopped = true;
   private pumping = false;
   private wanted = false;
+  private recoverWanted = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
   private readonly settled = new Set<Promise<void>>();
@@ -48,12 +49,9 @@ export class DbTaskQueue implements TaskQueue {
     this.concurrency = concurrency;
     this.stopped = false;
     const pollMs = this.opts.pollMs ?? 250;
-    this.pollTimer = setInterval(() => {
-      void this.recover();
-      this.pump();
-    }, pollMs);
+    this.pollTimer = setInterval(() => this.pump(true), pollMs);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
-    void this.recover().then(() => this.pump());
+    this.pump(true);
   }
 
   async stop(): Promise<void> {
@@ -64,25 +62,35 @@ export class DbTaskQueue implements TaskQueue {
     await Promise.allSettled([...this.settled]);
   }
 
-  /** Claims as many tasks as there are free workers; runs again while it keeps finding work. */
-  private pump(): void {
+  /**
+   * Claims as many tasks as there are free workers, and runs again while it keeps finding work.
+   * With `recover` (the poll) it first takes over tasks whose worker stalled or died and
+   * unfinished ones handed back at a shutdown. One claim runs at a time, so the workers are
+   * never over-filled; a wake-up during a claim gets one more round.
+   */
+  private pump(recover = false): void {
     if (this.stopped) return;
-    if (this.pumping) {
-      this.wanted = true;
-      return;
-    }
+    this.wanted = true;
+    if (recover) this.recoverWanted = true;
+    if (this.pumping) return;
     this.pumping = true;
     void (async () => {
       try {
-        do {
+        while (this.wanted && !this.stopped) {
           this.wanted = false;
           const free = this.concurrency - this.running.size;
-          if (free <= 0) break;
+          if (free <= 0) break; // a finishing task pumps again
           const now = this.now();
-          const claimed = await this.repo.claimSubmitted(this.opts.instanceId, free, now + this.opts.leaseMs);
+          const leaseUntil = now + this.opts.leaseMs;
+          let claimed: { id: string; attempts: number }[] = [];
+          if (this.recoverWanted) {
+            this.recoverWanted = false;
+            claimed = await this.repo.claimAbandoned(this.opts.instanceId, free, now, leaseUntil);
+          }
+          if (claimed.length < free) claimed = claimed.concat(await this.repo.claimSubmitted(this.opts.instanceId, free - claimed.length, leaseUntil));
           for (const claim of claimed) this.run(claim.id, claim.attempts);
           if (claimed.length === free) this.wanted = true;
-        } while (this.wanted && !this.stopped);
+        }
       } catch (err) {
         this.opts.logger.error({ err }, 'claiming tasks failed');
       } finally {
@@ -110,19 +118,6 @@ export class DbTaskQueue implements TaskQueue {
       this.running.delete(taskId);
       // Handing the task back makes an unfinished one (shutdown) runnable at once elsewhere.
       await this.repo.release(this.opts.instanceId, taskId).catch((err: unknown) => this.opts.logger.warn({ err, taskId }, 'releasing a task failed'));
-    }
-  }
-
-  /** Takes over tasks whose worker stalled or died, and unfinished ones handed back at a shutdown. */
-  private async recover(): Promise<void> {
-    const free = this.concurrency - this.running.size;
-    if (this.stopped || free <= 0) return;
-    try {
-      const now = this.now();
-      const claimed = await this.repo.claimAbandoned(this.opts.instanceId, free, now, now + this.opts.leaseMs);
-      for (const claim of claimed) this.run(claim.id, claim.attempts);
-    } catch (err) {
-      this.opts.logger.error({ err }, 'taking over abandoned tasks failed');
     }
   }
 
