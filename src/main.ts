@@ -83,7 +83,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
-  const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }) });
+  const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
   const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });

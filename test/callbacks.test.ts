@@ -367,6 +367,31 @@ describe('GET /admin/callbacks', () => {
   });
 });
 
+describe('callback history retention', () => {
+  it('forgets ended deliveries after CALLBACK_HISTORY_MS and keeps pending ones', async () => {
+    const receiver = await CallbackReceiver.start();
+    const server = await startTestServer({ LOCAL_ENGINE_MIN_DURATION_MS: '0', CALLBACK_HISTORY_MS: '300' });
+    try {
+      // Updates of tasks whose prompt starts with "refused" are answered 500 and wait a minute for their retry.
+      receiver.answerWith((r) => (String(r.json.generate_info.input.prompt).startsWith('refused') ? { status: 500 } : undefined));
+      await configure(server, { callback_url: receiver.url, callback_retry_delays_ms: [60_000, 60_000, 60_000] });
+      const token = await server.tokenFor('dora');
+      const delivered = await submit(server, token);
+      const res = await server.fetch('/v1/images/generations', { method: 'POST', token, headers: { 'x-async': 'true' }, json: { model: 'seedream-4.0', prompt: 'refused lighthouse', size: '16x16' } });
+      const pending = ((await res.json()) as Json).task_id as string;
+
+      await deliveredUpdates(receiver, delivered);
+      await historyWhen(server, pending, (deliveries) => deliveries[0]?.attempts.length === 1);
+      await historyWhen(server, delivered, (deliveries) => deliveries.length === 0);
+      const kept = await history(server, pending);
+      assert.equal(kept[0].state, 'pending', JSON.stringify(kept));
+    } finally {
+      await server.close();
+      await receiver.close();
+    }
+  });
+});
+
 describe('task callback across a restart', () => {
   it('sends a delivery that was waiting for its retry when the server stopped, from the next start on the same data', async () => {
     const dataDir = tempDataDir();

@@ -91,6 +91,8 @@ export interface Settings {
   realtimeHandshakeTimeoutMs: number;
   /** Interval of realtime heartbeats; a connection that misses one is dropped. */
   realtimeHeartbeatMs: number;
+  /** How long delivered and given-up callback deliveries stay listed in GET /admin/callbacks. */
+  callbackHistoryMs: number;
   /** session.challenge.authRequired: realtime sessions must authenticate before they are ready. */
   realtimeAuthRequired: boolean;
 }
@@ -171,6 +173,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     redisPrefix: env.REDIS_PREFIX || 'gengate',
     realtimeHandshakeTimeoutMs: intSetting(env, 'REALTIME_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
     realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
+    callbackHistoryMs: intSetting(env, 'CALLBACK_HISTORY_MS', 7 * 24 * 60 * 60 * 1000, 1),
     realtimeAuthRequired: boolSetting(env, 'REALTIME_AUTH_REQUIRED', true),
   };
 }

@@ -12,9 +12,13 @@ export interface CallbackDispatcherOptions {
   concurrency?: number;
   /** How often the outbox is read without a wake-up: retries that fell due, deliveries other instances wrote. */
   pollMs?: number;
+  /** How long ended deliveries (and their tries) stay listed in GET /admin/callbacks. */
+  historyMs?: number;
 }
 
-export const CALLBACK_DISPATCHER_DEFAULTS = { concurrency: 64, pollMs: 500 };
+export const CALLBACK_DISPATCHER_DEFAULTS = { concurrency: 64, pollMs: 500, historyMs: 7 * 24 * 60 * 60 * 1000 };
+/** Ended deliveries are looked for at most this often. */
+const PRUNE_INTERVAL_MS = 60 * 60 * 1000;
 
 /**
  * Task events wake the dispatcher this long after the first of them, so a burst of status
@@ -51,6 +55,7 @@ export class CallbackDispatcher {
   private started = false;
   private stopped = false;
   private pollTimer: NodeJS.Timeout | undefined;
+  private pruneTimer: NodeJS.Timeout | undefined;
   private eventWakeTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
@@ -77,6 +82,19 @@ export class CallbackDispatcher {
     this.pollTimer = setInterval(() => this.wake(), this.pollMs);
     this.pollTimer.unref();
     this.wake();
+    const historyMs = this.opts.historyMs ?? CALLBACK_DISPATCHER_DEFAULTS.historyMs;
+    this.pruneTimer = setInterval(() => void this.prune(historyMs), Math.min(PRUNE_INTERVAL_MS, Math.max(this.pollMs, historyMs)));
+    this.pruneTimer.unref();
+  }
+
+  /** Forgets deliveries that ended longer than the history time ago, so the outbox does not grow without end. */
+  private async prune(historyMs: number): Promise<void> {
+    try {
+      const pruned = await this.repo.pruneEnded(Date.now() - historyMs);
+      if (pruned > 0) this.opts.logger.debug({ pruned }, 'pruned ended callback deliveries');
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'pruning ended callback deliveries failed');
+    }
   }
 
   /** Stops taking deliveries and waits for the sends in flight (each bounded by the callback timeout) to be recorded. */
@@ -85,6 +103,7 @@ export class CallbackDispatcher {
     this.stopped = true;
     this.unsubscribe?.();
     clearInterval(this.pollTimer);
+    clearInterval(this.pruneTimer);
     clearTimeout(this.eventWakeTimer);
     for (const timer of this.retryTimers) clearTimeout(timer);
     this.retryTimers.clear();

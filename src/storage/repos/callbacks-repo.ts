@@ -1,5 +1,6 @@
+import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../db.ts';
-import type { CallbackAttemptRow, CallbackDeliveryRow } from '../schema.ts';
+import type { CallbackAttemptRow, CallbackDeliveryRow, Database } from '../schema.ts';
 
 /** What became of one try at a delivery, written together with the attempt itself. */
 export type DeliveryOutcome =
@@ -83,6 +84,22 @@ export class CallbacksRepo {
   async taskExists(taskId: string): Promise<boolean> {
     const row = await this.db.kysely.selectFrom('tasks').select('id').where('id', '=', taskId).executeTakeFirst();
     return row !== undefined;
+  }
+
+  /**
+   * Deletes deliveries that ended (delivered or given up) before `before`, with their tries;
+   * pending ones are kept whatever their age. Answers how many deliveries went.
+   */
+  async pruneEnded(before: number): Promise<number> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const ended = (eb: ExpressionBuilder<Database, 'callback_deliveries'>) => eb.and([eb('state', '!=', 'pending'), eb('updated_at', '<', before)]);
+      await trx
+        .deleteFrom('callback_attempts')
+        .where('delivery_id', 'in', trx.selectFrom('callback_deliveries').select('id').where(ended))
+        .execute();
+      const res = await trx.deleteFrom('callback_deliveries').where(ended).executeTakeFirst();
+      return Number(res.numDeletedRows);
+    });
   }
 
   /** A task's deliveries in status order. */
