@@ -100,9 +100,8 @@ export function parseResult(row: Pick<TaskRow, 'result'>): TaskResult {
   return row.result ? (JSON.parse(row.result) as TaskResult) : {};
 }
 
-/** DrawResponse of a task; `queue` (its position while waiting) only when known. */
-export function drawResponseOf(row: TaskRow, queue?: number): DrawResponse {
-  const result = parseResult(row);
+/** DrawResponse of a task with its parsed result; `queue` (its position while waiting) only when known. */
+function drawResponseOf(row: TaskRow, result: TaskResult, queue?: number): DrawResponse {
   const outputs = result.output_content ?? [];
   return {
     task_id: row.id,
@@ -124,7 +123,7 @@ export function drawResponseOf(row: TaskRow, queue?: number): DrawResponse {
 /** The full task status record of a task row. */
 export function statusRecordOf(row: TaskRow, queue?: number): TaskStatusRecord {
   const result = parseResult(row);
-  const data = drawResponseOf(row, queue);
+  const data = drawResponseOf(row, result, queue);
   return {
     queue_status: {
       task_id: row.id,

@@ -93,8 +93,9 @@ export class TaskService {
       started_at: null,
       finished_at: null,
     };
-    await this.repo.insert(row, this.deliveryOf(row, now));
-    await this.announce(row);
+    const record = statusRecordOf(row);
+    await this.repo.insert(row, this.deliveryOf(row, record, now));
+    await this.announce(row, record);
     await this.queue.enqueue(row.id);
     return row;
   }
@@ -164,8 +165,9 @@ export class TaskService {
         callback_url: callbackUrl,
       };
       const next: TaskRow = { ...row, ...patch, version: row.version + 1 };
-      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, now))) {
-        await this.announce(next);
+      const record = statusRecordOf(next);
+      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, record, now))) {
+        await this.announce(next, record);
         return { ok: true, row: next, changed: true };
       }
     }
@@ -215,9 +217,10 @@ export class TaskService {
     for (const wake of [...(this.waiters.get(event.taskId) ?? [])]) wake(event.record);
   }
 
-  private async announce(row: TaskRow): Promise<void> {
+  /** Publishes a stored version of the task; `record` is its status record, built once for the outbox and the event. */
+  private async announce(row: TaskRow, record: TaskStatusRecord): Promise<void> {
     this.opts.observe?.(row);
-    const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record: statusRecordOf(row) };
+    const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record };
     try {
       await this.bus.publish('task.status', event);
     } catch (err) {
@@ -227,14 +230,14 @@ export class TaskService {
   }
 
   /** The outbox entry announcing this version of the task, when a callback address is set. */
-  private deliveryOf(row: TaskRow, now: number): CallbackDeliveryRow | undefined {
+  private deliveryOf(row: TaskRow, record: TaskStatusRecord, now: number): CallbackDeliveryRow | undefined {
     if (!row.callback_url) return undefined;
     return {
       id: newId('msg'),
       task_id: row.id,
       seq: row.version,
       url: row.callback_url,
-      body: JSON.stringify(statusRecordOf(row)),
+      body: JSON.stringify(record),
       state: 'pending',
       attempts: 0,
       next_attempt_at: now,
