@@ -25,6 +25,7 @@ import { BullMqTaskQueue } from './tasks/bullmq-task-queue.ts';
 import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
+import { InputReader } from './tasks/input-reader.ts';
 import { GenerationService } from './tasks/generation-service.ts';
 import { createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
 import { CallbacksRepo } from './storage/repos/callbacks-repo.ts';
@@ -33,6 +34,9 @@ import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
+
+/** How long fetching a remote input (an image URL in a request) may take. */
+const INPUT_FETCH_TIMEOUT_MS = 60_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -79,7 +83,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
   const engines = parts.engines ?? createEngineRegistry(settings);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
-  const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
+  const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
+  const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 

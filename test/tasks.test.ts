@@ -8,6 +8,7 @@ import { LocalEngine } from '../src/providers/local/local-engine.ts';
 import type { GenerationEngine, GenerationJob, RunContext } from '../src/providers/spec.ts';
 import type { TaskStatusEvent } from '../src/tasks/event-bus.ts';
 import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { runContext } from './support/run-context.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -423,16 +424,17 @@ describe('local engine', () => {
   it('spreads its progress over LOCAL_ENGINE_MIN_DURATION_MS', async () => {
     const engine = new LocalEngine({ minDurationMs: 300 });
     const job = { taskId: 't', ownerId: 'o', endpoint: 'images.generations', model: { alias: 'm' } as GenerationJob['model'], input: { size: '8x8' }, attempt: 1 };
-    const seen: number[] = [];
+    const ctx = runContext();
+    const seen = ctx.progressSeen;
     const started = Date.now();
-    const out = await engine.run(job, { signal: new AbortController().signal, progress: async (p) => void seen.push(p) });
+    const out = await engine.run(job, ctx);
     assert.ok(Date.now() - started >= 290, 'took at least the minimum duration');
     assert.deepEqual(seen, [...seen].sort((a, b) => a - b));
     assert.equal(out.files.length, 1);
     assert.ok(seen.length >= 3, 'progress is reported along the way');
-    const instant: number[] = [];
-    const again = await new LocalEngine({ minDurationMs: 0 }).run(job, { signal: new AbortController().signal, progress: async (p) => void instant.push(p) });
-    assert.deepEqual(instant, [], 'without a minimum duration the run ends at once');
+    const instantCtx = runContext();
+    const again = await new LocalEngine({ minDurationMs: 0 }).run(job, instantCtx);
+    assert.deepEqual(instantCtx.progressSeen, [], 'without a minimum duration the run ends at once');
     assert.deepEqual(again.files[0]!.data, out.files[0]!.data, 'deterministic');
   });
 });

@@ -130,6 +130,8 @@ export interface TaskRow {
   input: string;
   /** JSON TaskResult once there is output, usage or billing. */
   result: string | null;
+  /** JSON a run saved for its resumption (RunContext.remember), e.g. the upstream task id. */
+  saved_state: string | null;
   callback_url: string | null;
   /** Instance that ran (or runs) the task. */
   server: string | null;

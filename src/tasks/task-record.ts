@@ -53,6 +53,8 @@ export interface TaskResult {
   usage?: Usage;
   billings?: BillingEntry[];
   node_status?: NodeStatus;
+  /** Domain data of the run (GenerationOutput.extra), kept for the domain that submitted the task. */
+  extra?: Record<string, unknown>;
 }
 
 /** DrawResponse: the `data` of queue_status and the body of a synchronous generation reply. */

@@ -4,9 +4,10 @@ import { isTerminal } from '../core/task-state.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
-import { TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
+import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import type { TaskClaim } from './task-queue.ts';
 import type { GeneralOutput, TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
@@ -33,6 +34,7 @@ export class TaskRunner {
       files: FileService;
       assets: AssetService;
       bus: EventBus;
+      inputs: InputReader;
       instanceId: string;
       logger: Logger;
     },
@@ -58,7 +60,9 @@ export class TaskRunner {
       return;
     }
     const engine = this.deps.engines.engineFor(model);
-    const job: GenerationJob = { taskId: row.id, ownerId: row.owner_id, endpoint: row.endpoint, model, input: JSON.parse(row.input) as Record<string, unknown>, attempt: claim.attempt };
+    const job: GenerationJob = { taskId: row.id, ownerId: row.owner_id, endpoint: row.endpoint, model, input: JSON.parse(row.input) as Record<string, unknown>, attempt: claim.attempt,
+      ...(row.saved_state ? { saved: JSON.parse(row.saved_state) as Record<string, unknown> } : {}),
+    };
 
     const controller = new AbortController();
     const onLost = () => controller.abort(claim.signal.reason);
@@ -91,6 +95,9 @@ export class TaskRunner {
           // Ended meanwhile (cancelled elsewhere): stop the work.
           if (!res.ok) controller.abort(new CancelledError(`task is ${res.row.status}`));
         },
+        remember: (state) => this.deps.tasks.saveState(row.id, state),
+        readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
+        publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
       });
       controller.signal.throwIfAborted();
       const result = await this.store(row, output);
@@ -100,6 +107,14 @@ export class TaskRunner {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
         const reason: unknown = controller.signal.reason;
         if (!(reason instanceof CancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
+        return;
+      }
+      if (err instanceof InputUnavailableError) {
+        await this.fail(row.id, `an input could not be read: ${err.message}`);
+        return;
+      }
+      if (err instanceof TaskFailedError) {
+        await this.fail(row.id, err.message, err.originalMessage);
         return;
       }
       log.warn({ err }, 'task failed');
@@ -126,6 +141,7 @@ export class TaskRunner {
         filename: file.fileName,
         ...(file.mediaSize ? { mediaSize: file.mediaSize } : {}),
         ...(file.hasAudio !== undefined ? { has_audio: file.hasAudio } : {}),
+        ...(file.role ? { role: file.role } : {}),
       });
     }
     for (const text of output.texts ?? []) items.push({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) });
@@ -135,6 +151,7 @@ export class TaskRunner {
       ...(output.usage ? { usage: output.usage } : {}),
       ...(output.billings ? { billings: output.billings } : {}),
       ...(output.nodeStatus ? { node_status: output.nodeStatus } : {}),
+      ...(output.extra ? { extra: output.extra } : {}),
     };
   }
 }

@@ -83,6 +83,7 @@ export class TaskService {
       error_message: null,
       input: JSON.stringify(spec.input),
       result: null,
+      saved_state: null,
       callback_url: callback.callback_url ?? null,
       server: null,
       attempts: 0,
@@ -103,6 +104,11 @@ export class TaskService {
   /** The task if it exists; no owner check (workers). */
   async load(taskId: string): Promise<TaskRow | undefined> {
     return this.repo.find(taskId);
+  }
+
+  /** Saves what a run needs to resume the task after an interruption (RunContext.remember). */
+  async saveState(taskId: string, state: Record<string, unknown>): Promise<void> {
+    await this.repo.saveState(taskId, JSON.stringify(state));
   }
 
   /** The owner's task; another user's task is as unknown as a missing one (404). */

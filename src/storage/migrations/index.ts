@@ -3,6 +3,7 @@ import * as foundation from './0001-foundation.ts';
 import * as assets from './0002-assets.ts';
 import * as assetUniqueness from './0003-asset-uniqueness.ts';
 import * as tasks from './0004-tasks.ts';
+import * as taskSavedState from './0005-task-saved-state.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -10,4 +11,5 @@ export const migrations: Record<string, Migration> = {
   '0002_assets': assets,
   '0003_asset_uniqueness': assetUniqueness,
   '0004_tasks': tasks,
+  '0005_task_saved_state': taskSavedState,
 };

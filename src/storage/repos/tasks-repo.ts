@@ -42,6 +42,11 @@ export class TasksRepo {
     return this.db.kysely.selectFrom('tasks').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
+  /** Keeps what a run needs to resume; not a status change, so the version stays. */
+  async saveState(id: string, state: string): Promise<void> {
+    await this.writes.run((trx) => trx.updateTable('tasks').set({ saved_state: state }).where('id', '=', id).execute());
+  }
+
   /**
    * Compare-and-set: writes the patch only when the task is still at `version`, together with
    * its callback delivery. Answers false when another writer got there first.
