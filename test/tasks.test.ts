@@ -112,7 +112,14 @@ describe('generation tasks on the local engine', () => {
     assert.equal(body.created, Math.floor(body.finished_at / 1000));
     assert.ok(body.started_at <= body.finished_at);
     assert.deepEqual(body.mediaSize, { type: 'image', width: 64, height: 48, status: 1 });
-    assert.deepEqual(body.billings, []);
+    assert.deepEqual(body.billings, [{
+      billing_type: 'image',
+      billing_model: { name: 'seedream-4.0', real_model: 'doubao-seedream-4-0-250828' },
+      generateParams: { endpoint: 'images.generations' },
+      platform: { name: 'Volcengine', id: 'volcengine', code: 'volcengine' },
+      billing_params: { outputs: 2 },
+      result: { token: 0 },
+    }]);
     assert.equal(body.output_content[0].url, body.output[0]);
 
     const file = await fetch(body.output[0]);
@@ -150,7 +157,8 @@ describe('generation tasks on the local engine', () => {
     assert.equal(typeof record.queue_status.server, 'string');
     assert.deepEqual(record.user, { _id: 'painter' });
     assert.deepEqual(record.generate_info, { input: { prompt: IMAGE.prompt, size: IMAGE.size, seed: 7 }, workflow: { _id: 'seedream-4.0' } });
-    assert.deepEqual(record.billings, []);
+    assert.equal(record.billings.length, 1, 'a finished task carries its billing entry');
+    assert.deepEqual(record.billings, record.queue_status.data.billings);
 
     await events.until(() => events.of(task_id).some((e) => e.status === 'success'));
     const seen = events.of(task_id);

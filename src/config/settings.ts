@@ -6,6 +6,8 @@ import { Value } from 'typebox/value';
 
 /** Connection and behaviour of one upstream provider, from GENGATE_CONFIG. */
 export const ProviderSettings = Type.Object({
+  /** Which adapter speaks to this provider (default: the provider code), e.g. `openai` for any OpenAI-compatible server, or `local`. */
+  adapter: Type.Optional(Type.String({ minLength: 1 })),
   /** Upstream base URL, e.g. https://api.openai.com/v1. */
   base_url: Type.Optional(Type.String({ minLength: 1 })),
   /** Name of the environment variable that holds the API key (never the key itself). */
@@ -14,6 +16,12 @@ export const ProviderSettings = Type.Object({
   timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
   /** Concurrent upstream requests allowed for this provider. */
   concurrency: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** How often a running upstream task is polled. */
+  poll_interval_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** A task still running upstream after this long fails. */
+  max_wait_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Adapter-specific settings (e.g. a region, an app id, a workflows folder). */
+  options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
   /** Retries of transient upstream failures (connection errors, 429, 5xx). */
   retry: Type.Optional(Type.Object({
     attempts: Type.Optional(Type.Integer({ minimum: 0 })),

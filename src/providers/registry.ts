@@ -1,15 +1,89 @@
+import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
-import type { Settings } from '../config/settings.ts';
+import type { ProviderSettings, Settings } from '../config/settings.ts';
 import { LocalEngine } from './local/local-engine.ts';
-import type { GenerationEngine } from './spec.ts';
+import { TaskRejectedError, type GenerationEngine } from './spec.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type UpstreamClientOptions } from './upstream-client.ts';
 
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {
   engineFor(model: LiveModel): GenerationEngine;
 }
 
-/** The only place that knows the engines. Without configured upstreams every model runs on `local`. */
-export function createEngineRegistry(settings: Settings): EngineRegistry {
+/** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
+export interface AdapterContext {
+  /** Provider code (catalog providerCode). */
+  provider: string;
+  settings: ProviderSettings;
+  baseURL: string | undefined;
+  /** Read from the environment variable settings.api_key_env names; never logged. */
+  apiKey: string | undefined;
+  /** UpstreamClient options from the settings (timeout, concurrency, retry); adapters add their headers. */
+  client: Omit<UpstreamClientOptions, 'baseURL'>;
+  pollIntervalMs: number;
+  maxWaitMs: number;
+  fetch: typeof fetch;
+  logger: Logger;
+}
+
+export type AdapterFactory = (ctx: AdapterContext) => GenerationEngine;
+
+const DEFAULT_POLL_INTERVAL_MS = 2_000;
+const DEFAULT_MAX_WAIT_MS = 60 * 60_000;
+
+/** Task adapters by name (a provider's `adapter` setting, default its code). */
+const ADAPTERS: Record<string, AdapterFactory> = {};
+
+function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {
+  const apiKey = settings.api_key_env ? process.env[settings.api_key_env] : undefined;
+  if (settings.api_key_env && !apiKey) logger.warn({ provider, env: settings.api_key_env }, 'the API key variable of a provider is not set');
+  return {
+    provider,
+    settings,
+    baseURL: settings.base_url,
+    apiKey,
+    client: {
+      provider,
+      timeoutMs: settings.timeout_ms ?? DEFAULT_TIMEOUT_MS,
+      concurrency: settings.concurrency ?? DEFAULT_CONCURRENCY,
+      retry: {
+        attempts: settings.retry?.attempts ?? DEFAULT_RETRY.attempts,
+        baseDelayMs: settings.retry?.base_delay_ms ?? DEFAULT_RETRY.baseDelayMs,
+        maxDelayMs: settings.retry?.max_delay_ms ?? DEFAULT_RETRY.maxDelayMs,
+      },
+    },
+    pollIntervalMs: settings.poll_interval_ms ?? DEFAULT_POLL_INTERVAL_MS,
+    maxWaitMs: settings.max_wait_ms ?? DEFAULT_MAX_WAIT_MS,
+    fetch,
+    logger: logger.child({ provider }),
+  };
+}
+
+/** Refuses every task: the provider is configured for chat only (no task adapter of that name). */
+function noTaskAdapter(provider: string, adapter: string): GenerationEngine {
+  return {
+    cancellable: false,
+    check() {
+      throw new TaskRejectedError(`provider ${provider} (adapter ${adapter}) does not run generation tasks`);
+    },
+    run() {
+      throw new TaskRejectedError(`provider ${provider} (adapter ${adapter}) does not run generation tasks`);
+    },
+  };
+}
+
+/**
+ * The only place that knows the adapters. A provider configured in GENGATE_CONFIG runs its
+ * models on its adapter; everything else (and `adapter: "local"`) runs on the built-in engine.
+ */
+export function createEngineRegistry(settings: Settings, logger: Logger): EngineRegistry {
   const local = new LocalEngine({ minDurationMs: settings.localEngineMinDurationMs });
-  return { engineFor: () => local };
+  const byProvider = new Map<string, GenerationEngine>();
+  for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
+    const adapter = providerSettings.adapter ?? provider;
+    if (adapter === 'local') continue;
+    const factory = ADAPTERS[adapter];
+    byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : noTaskAdapter(provider, adapter));
+  }
+  return { engineFor: (model) => byProvider.get(model.providerCode) ?? local };
 }

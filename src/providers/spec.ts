@@ -73,6 +73,9 @@ export interface GenerationOutput {
  */
 export class TaskRejectedError extends Error {}
 
+/** The reason a run's signal is aborted when the task was cancelled (not when its worker stops). */
+export class TaskCancelledError extends Error {}
+
 /**
  * The work failed for a reason worth showing (an upstream's refusal, a bad input file): the task
  * ends `failed` with `message` and, as original_error_message, the upstream's own text.

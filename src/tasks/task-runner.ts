@@ -1,21 +1,19 @@
 import type { Logger } from 'pino';
-import type { Catalog } from '../catalog/catalog.ts';
+import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
+import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import type { TaskClaim } from './task-queue.ts';
-import type { GeneralOutput, TaskResult } from './task-record.ts';
+import type { BillingEntry, GeneralOutput, TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
 const MAX_ATTEMPTS = 3;
-
-class CancelledError extends Error {}
 
 /**
  * Runs one claimed task: start, the engine's run with progress, storing its outputs, and the
@@ -39,7 +37,7 @@ export class TaskRunner {
       logger: Logger;
     },
   ) {
-    this.unsubscribe = deps.bus.subscribe('task.cancel', ({ taskId }) => this.running.get(taskId)?.abort(new CancelledError('cancelled')));
+    this.unsubscribe = deps.bus.subscribe('task.cancel', ({ taskId }) => this.running.get(taskId)?.abort(new TaskCancelledError('cancelled')));
   }
 
   close(): void {
@@ -93,20 +91,20 @@ export class TaskRunner {
           const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest });
           latest = res.row;
           // Ended meanwhile (cancelled elsewhere): stop the work.
-          if (!res.ok) controller.abort(new CancelledError(`task is ${res.row.status}`));
+          if (!res.ok) controller.abort(new TaskCancelledError(`task is ${res.row.status}`));
         },
         remember: (state) => this.deps.tasks.saveState(row.id, state),
         readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
         publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
       });
       controller.signal.throwIfAborted();
-      const result = await this.store(row, output);
+      const result = await this.store(row, model, output);
       await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result, current: latest });
     } catch (err) {
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
         const reason: unknown = controller.signal.reason;
-        if (!(reason instanceof CancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
+        if (!(reason instanceof TaskCancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
         return;
       }
       if (err instanceof InputUnavailableError) {
@@ -129,8 +127,21 @@ export class TaskRunner {
     await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message });
   }
 
+  /** The billing entry of a finished task: what ran, on which provider, and what it produced. */
+  private billingOf(row: TaskRow, model: LiveModel, output: GenerationOutput): BillingEntry {
+    const provider = this.deps.catalog.providers.find((p) => p.code === model.providerCode);
+    return {
+      billing_type: row.output_type,
+      billing_model: { name: model.alias, real_model: model.defaultRealModelName },
+      generateParams: { endpoint: row.endpoint },
+      platform: { name: provider?.name ?? model.providerCode, id: model.providerCode, code: model.providerCode },
+      billing_params: { outputs: output.files.length + (output.texts?.length ?? 0) },
+      result: { token: output.usage?.total_tokens ?? 0 },
+    };
+  }
+
   /** Serves each file at a public URL and registers it as the owner's output asset. */
-  private async store(row: TaskRow, output: GenerationOutput): Promise<TaskResult> {
+  private async store(row: TaskRow, model: LiveModel, output: GenerationOutput): Promise<TaskResult> {
     const items: GeneralOutput[] = [];
     for (const file of output.files) {
       const stored = await this.deps.files.store(row.owner_id, file.data, file.fileName, file.mimeType);
@@ -149,7 +160,7 @@ export class TaskRunner {
       output_content: items,
       ...(output.files[0]?.mediaSize ? { mediaSize: output.files[0].mediaSize } : {}),
       ...(output.usage ? { usage: output.usage } : {}),
-      ...(output.billings ? { billings: output.billings } : {}),
+      billings: output.billings ?? [this.billingOf(row, model, output)],
       ...(output.nodeStatus ? { node_status: output.nodeStatus } : {}),
       ...(output.extra ? { extra: output.extra } : {}),
     };
