@@ -21,6 +21,11 @@ export interface RunFfmpegOptions {
   /** Bytes fed to ffmpeg's stdin (use `-i pipe:0`). */
   input?: Buffer;
   /**
+   * The working directory ffmpeg runs in, made by `withWorkDir` and kept after the run (for
+   * work in several steps); without it a run that needs one gets a temporary directory.
+   */
+  dir?: string;
+  /**
    * Files written, by name, into the run's temporary working directory before ffmpeg starts;
    * arguments refer to them by name. Demuxers that seek (MP4 with the index at the end) need this.
    */
@@ -72,8 +77,8 @@ function spawnFfmpeg(args: string[], cwd: string | undefined, input: Buffer | un
   });
 }
 
-async function inWorkDir<T>(needed: boolean, fn: (dir: string | undefined) => Promise<T>): Promise<T> {
-  if (!needed) return fn(undefined);
+/** Runs `fn` in a fresh temporary directory, removed afterwards whatever happens. */
+export async function withWorkDir<T>(fn: (dir: string) => Promise<T>): Promise<T> {
   const dir = await mkdtemp(join(tmpdir(), 'gengate-ffmpeg-'));
   try {
     return await fn(dir);
@@ -87,18 +92,19 @@ async function inWorkDir<T>(needed: boolean, fn: (dir: string | undefined) => Pr
  * bytes of `outputFile`. Throws FfmpegError when ffmpeg fails.
  */
 export function runFfmpeg(args: string[], opts: RunFfmpegOptions = {}): Promise<Buffer> {
-  const needsDir = opts.files !== undefined || opts.outputFile !== undefined;
-  return inWorkDir(needsDir, async (dir) => {
+  const run = async (dir: string | undefined): Promise<Buffer> => {
     if (dir) {
       for (const [name, data] of Object.entries(opts.files ?? {})) await writeFile(join(dir, name), data);
     }
-    const run = await spawnFfmpeg(args, dir, opts.input, opts.signal);
-    if (run.code !== 0) {
-      const tail = run.stderr.slice(-STDERR_TAIL_CHARS);
-      throw new FfmpegError(`ffmpeg exited with code ${run.code}: ${lastLine(tail)}`, tail);
+    const done = await spawnFfmpeg(args, dir, opts.input, opts.signal);
+    if (done.code !== 0) {
+      const tail = done.stderr.slice(-STDERR_TAIL_CHARS);
+      throw new FfmpegError(`ffmpeg exited with code ${done.code}: ${lastLine(tail)}`, tail);
     }
-    return dir && opts.outputFile ? readFile(join(dir, opts.outputFile)) : run.stdout;
-  });
+    return dir && opts.outputFile ? readFile(join(dir, opts.outputFile)) : done.stdout;
+  };
+  if (opts.dir !== undefined) return run(opts.dir);
+  return opts.files !== undefined || opts.outputFile !== undefined ? withWorkDir(run) : run(undefined);
 }
 
 function lastLine(text: string): string {
@@ -121,8 +127,8 @@ export interface MediaProbe {
  * when ffmpeg cannot parse the bytes as media.
  */
 export async function probe(data: Buffer, opts: { signal?: AbortSignal } = {}): Promise<MediaProbe> {
-  return inWorkDir(true, async (dir) => {
-    const file = join(dir!, 'probe-input');
+  return withWorkDir(async (dir) => {
+    const file = join(dir, 'probe-input');
     await writeFile(file, data);
     // Without an output ffmpeg prints the input's description and exits 1; a parse failure
     // shows up as the missing "Input #0" header.
