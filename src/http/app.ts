@@ -19,6 +19,7 @@ import { assetRoutes } from './routes/assets.ts';
 import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { generationRoutes } from './routes/generations.ts';
+import { imageEditRoutes } from './routes/image-edits.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -125,6 +126,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(assetRoutes(services));
   await app.register(realtimeRoutes(services));
   await app.register(generationRoutes(services));
+  await app.register(imageEditRoutes(services));
   await app.register(taskRoutes(services));
   return app;
 }

@@ -1,22 +1,44 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DEFAULT_IMAGE_MODEL } from '../../catalog/catalog.ts';
+import { ApiError } from '../../core/errors.ts';
+import { MAX_IMAGE_SIDE } from '../../providers/local/image/image-size.ts';
 import { asyncBody, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
+import type { DrawResponse } from '../../tasks/task-record.ts';
 
 const security = [{ bearer: [] }];
-const asyncHeaders = Type.Object({
+/** Headers of every generation endpoint. */
+export const asyncHeaders = Type.Object({
   'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
   'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
 });
 
+/** The output parameters the image endpoints share (generations and edits). */
+export const ImageOutputFields = {
+  size: Type.Optional(Type.String({ pattern: '^([1-9][0-9]*x[1-9][0-9]*|auto)$', description: `<width>x<height>, each side at most ${MAX_IMAGE_SIDE}; wins over aspect_ratio and resolution` })),
+  n: Type.Optional(Type.Integer({ minimum: 1, maximum: 10, description: 'number of images' })),
+  aspect_ratio: Type.Optional(Type.String({ pattern: '^[1-9][0-9]*:[1-9][0-9]*$', description: 'W:H, e.g. 16:9 (default 1:1; for edits, the first image\'s)' })),
+  resolution: Type.Optional(Type.Union([Type.Literal('1K'), Type.Literal('2K'), Type.Literal('4K'), Type.Literal('8K')], { description: 'long side 1024, 2048, 4096 or 8192; sides rounded to multiples of 16' })),
+  seed: Type.Optional(Type.Integer({ description: 'the same seed, prompt and model give the same images' })),
+  output_format: Type.Optional(Type.Union([Type.Literal('png'), Type.Literal('jpeg'), Type.Literal('jpg'), Type.Literal('webp')], { description: 'default png' })),
+};
+
+/** A size no engine here can draw is a plain 400 on `size`, not a task that is then rejected. */
+export function checkImageSize(size: string | undefined): void {
+  const sides = size?.split('x').map(Number);
+  if (sides?.some((side) => side > MAX_IMAGE_SIDE)) throw new ApiError('invalid_parameter', `size ${size} is too large: each side is at most ${MAX_IMAGE_SIDE}`, 'size');
+}
+
+/** The OpenAI images fields the image endpoints add to the DrawResponse (CONTRACT §4). */
+export function openAiImageFields(draw: DrawResponse): { created: number; data: { url: string }[] } {
+  return { created: Math.floor((draw.finished_at ?? Date.now()) / 1000), data: draw.output.map((url) => ({ url })) };
+}
+
 const ImagesGenerationBody = Type.Object({
   prompt: Type.String({ minLength: 1, description: 'prompt text' }),
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
-  size: Type.Optional(Type.String({ pattern: '^[0-9]+x[0-9]+$', description: '<width>x<height>' })),
-  n: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),
-  aspect_ratio: Type.Optional(Type.String({ pattern: '^[0-9]+:[0-9]+$' })),
-  resolution: Type.Optional(Type.Union([Type.Literal('1K'), Type.Literal('2K'), Type.Literal('4K'), Type.Literal('8K')])),
+  ...ImageOutputFields,
   // Further parameters of the workflow behind the model are accepted as they are.
 }, { additionalProperties: true });
 
@@ -44,6 +66,7 @@ export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypeb
     },
   }, async (request, reply) => {
     const { model, ...input } = request.body;
+    checkImageSize(input.size);
     const outcome = await services.generations.generate({
       ownerId: request.principal.userId,
       clientId: clientIdOf(request),
@@ -54,10 +77,7 @@ export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       model,
       input,
     }, modeOf(request));
-    return sendOutcome(reply, outcome, (draw) => ({
-      created: Math.floor((draw.finished_at ?? Date.now()) / 1000),
-      data: draw.output.map((url) => ({ url })),
-    }));
+    return sendOutcome(reply, outcome, openAiImageFields);
   });
 
   app.post('/v1/ai/generations', {

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { generateImage } from './image/generate-image.ts';
+import { editImage } from './image/edit-image.ts';
 import type { LocalHandler } from './local-handler.ts';
 
 export interface LocalEngineOptions {
@@ -14,6 +15,7 @@ const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 const HANDLERS: Record<string, LocalHandler> = {
   'images.generations': generateImage,
   'ai.generations': generateImage,
+  'images.edits': editImage,
 };
 
 /**
