@@ -3,6 +3,8 @@ import { TaskRejectedError, type GenerationEngine, type GenerationJob, type Gene
 import { generateImage } from './image/generate-image.ts';
 import { editImage } from './image/edit-image.ts';
 import type { LocalHandler } from './local-handler.ts';
+import { generateSong } from './audio/generate-song.ts';
+import { generateSpeech } from './audio/generate-speech.ts';
 
 export interface LocalEngineOptions {
   /** The run's progress updates are spread over at least this long (LOCAL_ENGINE_MIN_DURATION_MS). */
@@ -15,6 +17,8 @@ const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 const HANDLERS: Record<string, LocalHandler> = {
   'images.generations': generateImage,
   'ai.generations': generateImage,
+  'song.generations': generateSong,
+  'speech.generations': generateSpeech,
   'images.edits': editImage,
 };
 
