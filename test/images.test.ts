@@ -90,7 +90,7 @@ describe('images', () => {
 
   async function upload(bytes: Buffer, name: string): Promise<string> {
     const form = new FormData();
-    form.append('file', new Blob([bytes]), name);
+    form.append('file', new Blob([new Uint8Array(bytes)]), name);
     const res = await srv.fetch('/v1/files/upload', { method: 'POST', token, body: form });
     assert.equal(res.status, 200);
     return ((await res.json()) as Json).data.url;
@@ -99,7 +99,7 @@ describe('images', () => {
   function editFormWith(fields: Record<string, string>, files: [string, Buffer, string][]): FormData {
     const form = new FormData();
     for (const [name, value] of Object.entries(fields)) form.append(name, value);
-    for (const [field, bytes, name] of files) form.append(field, new Blob([bytes]), name);
+    for (const [field, bytes, name] of files) form.append(field, new Blob([new Uint8Array(bytes)]), name);
     return form;
   }
 
@@ -226,6 +226,26 @@ describe('images', () => {
       assert.deepEqual((await download(input.image[0])).bytes, await basePng());
       assert.deepEqual((await download(input.image[1])).bytes, await secondJpeg());
       assert.deepEqual((await download(input.mask)).bytes, await maskPng());
+    });
+
+    it('a mask without transparency is read by luminance: white is edited, black kept', async () => {
+      const grey = Buffer.alloc(W * H, 0);
+      for (let y = 0; y < H; y++) for (let x = 0; x < W; x++) if (inHole(x, y)) grey[y * W + x] = 255;
+      const mask = await sharp(grey, { raw: { width: W, height: H, channels: 1 } }).png().toBuffer();
+      const res = await editForm(editFormWith({ prompt: 'paint the window gold', model: MODEL, seed: '5' }, [['image[]', await basePng(), 'base.png'], ['mask', mask, 'mask.png']]));
+      const body: Json = await res.json();
+      assert.equal(res.status, 200, JSON.stringify(body));
+      const out = await rgbOf((await download(body.data[0].url)).bytes);
+      let changedInside = 0;
+      for (let y = 0; y < H; y++) {
+        for (let x = 0; x < W; x++) {
+          const at = (y * W + x) * 3;
+          const same = out.data.subarray(at, at + 3).equals(BASE_PIXELS.subarray(at, at + 3));
+          if (!inHole(x, y)) assert.ok(same, `pixel ${x},${y} under black must equal the base`);
+          else if (!same) changedInside++;
+        }
+      }
+      assert.ok(changedInside > (HOLE.right - HOLE.left) * (HOLE.bottom - HOLE.top) * 0.95, 'the white region is edited');
     });
 
     it('a JPEG base; without a mask the whole picture is edited; also accepts the `image` part name', async () => {
