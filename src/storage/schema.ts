@@ -12,6 +12,8 @@ export interface Database {
   callback_deliveries: CallbackDeliveryRow;
   callback_attempts: CallbackAttemptRow;
   ws_tickets: WsTicketRow;
+  mesh3d_histories: Mesh3dHistoryRow;
+  mesh3d_materials: Mesh3dMaterialRow;
 }
 
 export interface UserRow {
@@ -184,4 +186,44 @@ export interface WsTicketRow {
   /** The API token that asked for it: revoking the token ends sessions opened with the ticket. */
   token_id: string;
   expires_at: number;
+}
+
+/** A 3D history: one generation or edit, the source later edits name (spec document 2). */
+export interface Mesh3dHistoryRow {
+  id: string;
+  owner_id: string;
+  material_id: string;
+  task_id: string;
+  /** The history an edit worked on; null for a generation. */
+  source_history_id: string | null;
+  /** text, image, multiview, or the edit operation (segmentation, completion, smart_lowpoly, ...). */
+  operation: string;
+  /** Catalog alias, provider code and upstream version string of the model that ran it. */
+  model: string;
+  provider: string;
+  model_version: string;
+  /** Provider and version of the generation at the root of the chain (its family rules, CONTRACT §11). */
+  base_provider: string;
+  base_model_version: string;
+  /** The task's status, copied when the task changes (and on read, so a missed change is caught up). */
+  status: string;
+  /** `blake3:<hex>` of the result's model file, the input of edits on this history. */
+  model_ref: string | null;
+  /** JSON array of the result's part names. */
+  parts: string | null;
+  /** JSON `{rig_type, spec, bones?}` of a rigged result. */
+  rig: string | null;
+  /** JSON of the upstream ids an adapter saved for the task (e.g. the upstream task id). */
+  upstream: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+/** A 3D material: the result of one generation or edit, with the history that made it. */
+export interface Mesh3dMaterialRow {
+  id: string;
+  owner_id: string;
+  history_id: string;
+  task_id: string;
+  created_at: number;
 }

@@ -1,0 +1,101 @@
+/**
+ * The /v1/mesh3d calls (spec document 2): validate against the model and the source history,
+ * submit an asynchronous task through the generation pipeline, record its history and material.
+ */
+import type { Logger } from 'pino';
+import type { AssetService } from '../assets/asset-service.ts';
+import type { LiveModel, MeshEditOperation } from '../catalog/catalog.ts';
+import { ApiError } from '../core/errors.ts';
+import type { FileService } from '../files/file-service.ts';
+import { Mesh3dRepo } from '../storage/repos/mesh3d-repo.ts';
+import type { Db } from '../storage/db.ts';
+import type { EventBus } from '../tasks/event-bus.ts';
+import type { GenerationService } from '../tasks/generation-service.ts';
+import type { TaskService } from '../tasks/task-service.ts';
+import type { FileSourceLookup } from './image-inputs.ts';
+import { MESH3D_OUTPUT_TYPE, Mesh3dHistories } from './mesh3d-histories.ts';
+import type { EditOperation, GenerationBody, GenerationKind } from './mesh3d-schemas.ts';
+import { editOperationOf, validateEdit } from './validate-edit.ts';
+import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
+
+/** Who asks: the token's user, the X-Client-Id of realtime pushes and the request id. */
+export interface Mesh3dCaller {
+  ownerId: string;
+  clientId: string | null;
+  requestId: string;
+}
+
+export interface GenerationReply {
+  material_id: string;
+  task_id: string;
+  mesh3d_history_id: string;
+}
+
+export interface EditReply {
+  material_id: string;
+  task_id: string;
+  history_id: string;
+}
+
+export class Mesh3dService {
+  private readonly histories: Mesh3dHistories;
+  private readonly files: FileSourceLookup;
+
+  constructor(
+    private readonly deps: { db: Db; generations: GenerationService; tasks: TaskService; bus: EventBus; files: FileService; assets: AssetService; logger: Logger },
+  ) {
+    this.histories = new Mesh3dHistories({ repo: new Mesh3dRepo(deps.db), tasks: deps.tasks, bus: deps.bus, logger: deps.logger });
+    this.files = {
+      fileUrl: (id, fileName) => deps.files.urlOf(id, fileName),
+      hasAssetHash: (ownerId, hash) => deps.assets.hashExists(ownerId, hash),
+      assetHash: async (ownerId, assetId) => {
+        try {
+          return (await deps.assets.get(ownerId, assetId)).hash;
+        } catch (err) {
+          if (err instanceof ApiError && err.status === 404) return undefined;
+          throw err;
+        }
+      },
+    };
+  }
+
+  /** Stops following task events. */
+  close(): void {
+    this.histories.close();
+  }
+
+  async generate(kind: GenerationKind, body: GenerationBody, caller: Mesh3dCaller): Promise<GenerationReply> {
+    const capability = GENERATION_CAPABILITY[kind];
+    const model = this.deps.generations.resolveModel(body.model, [capability]);
+    const input = await validateGeneration(kind, body, model, { ownerId: caller.ownerId, files: this.files });
+    const task = await this.submit(caller, `mesh3d.generate.${kind}`, capability, model, input);
+    const recorded = await this.histories.record({ task, model, operation: kind });
+    return { material_id: recorded.materialId, task_id: task.id, mesh3d_history_id: recorded.historyId };
+  }
+
+  async edit(op: EditOperation, body: Record<string, unknown> & { history_id: string; model?: string }, caller: Mesh3dCaller): Promise<EditReply> {
+    // The model is checked before the source, so a wrong alias is named even for an unknown history.
+    const named = body.model !== undefined ? this.editModel(body.model, op) : undefined;
+    const source = await this.histories.source(caller.ownerId, body.history_id);
+    // Retargeting without a model uses the rig's (spec document 2).
+    const { model, operation } = named ?? this.editModel(source.edit.model, op);
+    const input = await validateEdit(op, body, model, operation, source.edit, { ownerId: caller.ownerId, files: this.files });
+    const task = await this.submit(caller, `mesh3d.edit.${op}`, 'mesh_edit', model, input);
+    const recorded = await this.histories.record({ task, model, operation: op, source: source.row });
+    return { material_id: recorded.materialId, task_id: task.id, history_id: recorded.historyId };
+  }
+
+  private editModel(alias: string, op: EditOperation): { model: LiveModel; operation: MeshEditOperation } {
+    const model = this.deps.generations.resolveModel(alias, ['mesh_edit']);
+    return { model, operation: editOperationOf(model, op) };
+  }
+
+  private async submit(caller: Mesh3dCaller, endpoint: string, capability: 'mesh_edit' | (typeof GENERATION_CAPABILITY)[GenerationKind], model: LiveModel, input: Record<string, unknown>) {
+    // Every 3D call is asynchronous (spec document 2): the task is queued and its id answered.
+    const outcome = await this.deps.generations.generate(
+      { ownerId: caller.ownerId, clientId: caller.clientId, requestId: caller.requestId, endpoint, capabilities: [capability], outputType: MESH3D_OUTPUT_TYPE, model: model.alias, input },
+      'async',
+    );
+    return outcome.task;
+  }
+}
