@@ -3,6 +3,7 @@ import { TaskRejectedError, type GenerationEngine, type GenerationJob, type Gene
 import { generateImage } from './image/generate-image.ts';
 import { editImage } from './image/edit-image.ts';
 import type { LocalHandler } from './local-handler.ts';
+import { MESH_HANDLERS } from './mesh/mesh-handlers.ts';
 import { generateSong } from './audio/generate-song.ts';
 import { generateSpeech } from './audio/generate-speech.ts';
 
@@ -20,6 +21,7 @@ const HANDLERS: Record<string, LocalHandler> = {
   'song.generations': generateSong,
   'speech.generations': generateSpeech,
   'images.edits': editImage,
+  ...MESH_HANDLERS,
 };
 
 /**

@@ -1,0 +1,188 @@
+/**
+ * The local engine's /v1/mesh3d work: each endpoint's request fields (spec document 2 names,
+ * defaults applied by the endpoint) turned into options of the mesh operations, and their
+ * results into files and the facts the 3D history keeps.
+ */
+import { cloneDocument } from '@gltf-transform/functions';
+import sharp from 'sharp';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
+import type { LocalHandler } from '../local-handler.ts';
+import { generateModel, type ReliefView } from './generate-model.ts';
+import { createDocument, describeModel, digestOf, meshoptReady, writeGlb, type Vec3 } from './mesh-common.ts';
+import { paintModel, type ViewPicture } from './paint-model.ts';
+import { readSubject } from './read-subject.ts';
+import { renderPreview } from './render-preview.ts';
+
+const GLB_MIME = 'model/gltf-binary';
+/** Faces when a generation names no face_limit: the model adapts, the local one picks these. */
+const ADAPTIVE_FACES = { standard: 20000, detailed: 60000 };
+const TEXTURE_SIDE = { standard: 1024, detailed: 2048 };
+
+/** Directions of the semantic views (spec document 2): the subject faces +Z, its own left is +X. */
+const VIEW_DIRECTIONS: Record<string, Vec3> = {
+  front: [0, 0, 1],
+  back: [0, 0, -1],
+  left: [1, 0, 0],
+  right: [-1, 0, 0],
+  left_front: [Math.SQRT1_2, 0, Math.SQRT1_2],
+  right_front: [-Math.SQRT1_2, 0, Math.SQRT1_2],
+  top: [0, 1, 0],
+  bottom: [0, -1, 0],
+};
+/** Slots of the legacy four-image `files` form. */
+const LEGACY_SLOTS = ['front', 'left', 'back', 'right'];
+
+type Input = Record<string, unknown>;
+
+/** The first boolean among `names` (spec aliases such as texture / enable_texture), else `fallback`. */
+function flag(input: Input, names: string[], fallback: boolean): boolean {
+  for (const name of names) if (typeof input[name] === 'boolean') return input[name] as boolean;
+  return fallback;
+}
+
+/** A positive integer field, or undefined when absent or `auto`. */
+function count(input: Input, name: string): number | undefined {
+  const value = input[name];
+  if (value === undefined || value === null || value === 'auto') return undefined;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new TaskRejectedError(`${name} must be a positive integer`);
+  return value;
+}
+
+/** The reference inside a file object (url, path, file_token or object) or a bare reference string. */
+function fileRef(value: unknown, param: string): string {
+  if (typeof value === 'string' && value !== '') return value;
+  if (value && typeof value === 'object') {
+    const file = value as Record<string, unknown>;
+    for (const key of ['url', 'path', 'file_token', 'object']) if (typeof file[key] === 'string' && file[key] !== '') return file[key] as string;
+  }
+  throw new TaskRejectedError(`${param} has no url, path, file_token or object`);
+}
+
+interface ReadPicture {
+  direction: Vec3;
+  image: Buffer;
+}
+
+/** Reads and decodes the request's pictures: each must be an image sharp can open. */
+async function readPictures(refs: { ref: string; direction: Vec3 }[], ctx: RunContext, autofix: boolean): Promise<ReadPicture[]> {
+  const pictures: ReadPicture[] = [];
+  for (const { ref, direction } of refs) {
+    const { data } = await ctx.readInput(ref);
+    try {
+      const image = await sharp(data).rotate().flatten({ background: '#ffffff' }).resize(1024, 1024, { fit: 'inside', withoutEnlargement: true });
+      pictures.push({ direction, image: await (autofix ? image.normalise() : image).png().toBuffer() });
+    } catch (err) {
+      throw new TaskFailedError(`an input image could not be decoded: ${(err as Error).message}`);
+    }
+  }
+  return pictures;
+}
+
+/** The pictures of a generation request: `file`, `view_images`, or the legacy four-slot `files`. */
+function pictureRefs(input: Input): { ref: string; direction: Vec3 }[] {
+  if (input.file !== undefined) return [{ ref: fileRef(input.file, 'file'), direction: VIEW_DIRECTIONS.front! }];
+  if (Array.isArray(input.view_images)) {
+    return input.view_images.map((view: { view_type?: string; file?: unknown }, i) => {
+      const direction = VIEW_DIRECTIONS[view.view_type ?? ''];
+      if (!direction) throw new TaskRejectedError(`view_images[${i}].view_type "${view.view_type}" is not a view the local engine knows`);
+      return { ref: fileRef(view.file, `view_images[${i}].file`), direction };
+    });
+  }
+  if (Array.isArray(input.files)) {
+    return input.files.flatMap((file, i) => (file === null || (typeof file === 'object' && Object.keys(file).length === 0) ? [] : [{ ref: fileRef(file, `files[${i}]`), direction: VIEW_DIRECTIONS[LEGACY_SLOTS[i]!]! }]));
+  }
+  return [];
+}
+
+async function reliefOf(pictures: ReadPicture[]): Promise<ReliefView[]> {
+  const size = 64;
+  return Promise.all(
+    pictures.map(async ({ direction, image }) => {
+      const grey = await sharp(image).greyscale().resize(size, size, { fit: 'fill' }).raw().toBuffer();
+      return { direction, size, heights: Float32Array.from(grey, (v) => v / 255) };
+    }),
+  );
+}
+
+async function meanColor(image: Buffer): Promise<Vec3> {
+  const { channels } = await sharp(image).stats();
+  return [channels[0]!.mean / 255, channels[1]!.mean / 255, channels[2]!.mean / 255];
+}
+
+function glbFile(data: Buffer, role: string, fileName: string): GeneratedFile {
+  return { type: '3d', role, data, fileName, mimeType: GLB_MIME };
+}
+
+/** Text, image and multiview generation: geometry from the seed, then colours and the requested files. */
+async function generate(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
+  await meshoptReady();
+  const input = job.input;
+  const topology = input.topology === 'quad' || input.quad === true ? 'quad' : 'triangle';
+  // Part generation excludes texture, PBR and quads (spec document 2).
+  const separateParts = input.generate_parts === true;
+  const texture = !separateParts && flag(input, ['enable_texture', 'texture'], true);
+  const pbr = texture && flag(input, ['enable_pbr', 'pbr'], false);
+  const quality = input.geometry_quality === 'detailed' ? 'detailed' : 'standard';
+  const faceLimit = count(input, 'face_limit') ?? (topology === 'quad' ? ADAPTIVE_FACES[quality] / 2 : ADAPTIVE_FACES[quality]);
+  const textureSide = TEXTURE_SIDE[input.texture_quality === 'detailed' ? 'detailed' : 'standard'];
+
+  const refs = pictureRefs(input);
+  const pictures = await readPictures(refs, ctx, input.enable_image_autofix === true);
+  const prompt = typeof input.prompt === 'string' ? input.prompt : '';
+  const seed = digestOf(job.endpoint, prompt, input.negative_prompt, input.seed, ...pictures.map((p) => digestOf(p.direction, p.image)));
+  const subject = readSubject(prompt, seed);
+  if (pictures.length > 0) subject.palette.unshift(await meanColor(pictures[0]!.image));
+  ctx.signal.throwIfAborted();
+
+  const doc = createDocument();
+  const layout = generateModel(doc, {
+    seed,
+    subject: subject.kind,
+    words: subject.words,
+    faceLimit,
+    topology: separateParts ? 'triangle' : topology,
+    separateParts,
+    detailed: quality === 'detailed',
+    relief: await reliefOf(pictures),
+  });
+  await ctx.progress(40, 'geometry');
+  ctx.signal.throwIfAborted();
+
+  const files: GeneratedFile[] = [];
+  if (texture) files.push(glbFile(await writeGlb(cloneDocument(doc)), 'base_model', `${job.taskId}-base.glb`));
+  await paintModel(doc, {
+    seed: digestOf(seed, input.texture_seed),
+    palette: subject.palette,
+    texture,
+    pbr,
+    size: textureSide,
+    metallic: subject.metallic,
+    roughness: subject.roughness,
+    tileColumns: separateParts ? 1 : layout.tileColumns,
+    views: pictures as ViewPicture[],
+  });
+  await ctx.progress(70, 'texture');
+  ctx.signal.throwIfAborted();
+
+  if (pbr) {
+    files.push(glbFile(await writeGlb(cloneDocument(doc)), 'pbr_model', `${job.taskId}-pbr.glb`));
+    for (const material of doc.getRoot().listMaterials()) {
+      material.setMetallicRoughnessTexture(null).setMetallicFactor(subject.metallic).setRoughnessFactor(subject.roughness);
+    }
+  }
+  files.unshift(glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`));
+  files.push({ type: 'image', role: 'preview', data: await renderPreview(doc), fileName: `${job.taskId}-preview.png`, mimeType: 'image/png' });
+  return {
+    files,
+    extra: { ...describeModel(doc), topology: separateParts ? 'triangle' : topology, texture, pbr, subject: subject.kind },
+  };
+}
+
+const generation: LocalHandler = { run: generate };
+
+/** Handlers of the mesh3d endpoints, keyed by task endpoint. */
+export const MESH_HANDLERS: Record<string, LocalHandler> = {
+  'mesh3d.generate.text': generation,
+  'mesh3d.generate.image': generation,
+  'mesh3d.generate.multiview': generation,
+};

@@ -1,0 +1,148 @@
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { NodeIO, type Document } from '@gltf-transform/core';
+import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
+import sharp from 'sharp';
+import { LocalEngine } from '../src/providers/local/local-engine.ts';
+import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
+import { runContext } from './support/run-context.ts';
+
+const engine = new LocalEngine({ minDurationMs: 0 });
+const io = new NodeIO().registerExtensions(ALL_EXTENSIONS);
+
+function job(endpoint: string, input: Record<string, unknown>): GenerationJob {
+  return { taskId: 'task-1', ownerId: 'owner-1', endpoint: `mesh3d.${endpoint}`, model: { alias: 'local-3d' } as GenerationJob['model'], input, attempt: 1 };
+}
+
+function run(endpoint: string, input: Record<string, unknown>, ctx = runContext()): Promise<GenerationOutput> {
+  return engine.run(job(endpoint, input), ctx);
+}
+
+function fileOf(out: GenerationOutput, role: string): GeneratedFile {
+  const file = out.files.find((f) => f.role === role);
+  assert.ok(file, `no ${role} file among ${out.files.map((f) => f.role).join(', ')}`);
+  return file;
+}
+
+async function glbOf(out: GenerationOutput, role = 'model'): Promise<Document> {
+  const file = fileOf(out, role);
+  assert.equal(file.mimeType, 'model/gltf-binary');
+  return io.readBinary(new Uint8Array(file.data));
+}
+
+/** Triangles of every primitive in the document. */
+function triangles(doc: Document): number {
+  return doc.getRoot().listMeshes().reduce((sum, mesh) => sum + mesh.listPrimitives().reduce((s, p) => s + p.getIndices()!.getCount() / 3, 0), 0);
+}
+
+function meshNodeNames(doc: Document): string[] {
+  return doc.getRoot().listNodes().filter((n) => n.getMesh()).map((n) => n.getName());
+}
+
+/** A data URI of a PNG: a light disc on a dark square, tinted. */
+async function pictureURI(tint: { r: number; g: number; b: number }, side = 96): Promise<string> {
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" width="${side}" height="${side}"><rect width="100%" height="100%" fill="rgb(${tint.r},${tint.g},${tint.b})"/><circle cx="${side / 2}" cy="${side / 2}" r="${side / 3}" fill="white"/></svg>`;
+  return `data:image/png;base64,${(await sharp(Buffer.from(svg)).png().toBuffer()).toString('base64')}`;
+}
+
+describe('local mesh generation', () => {
+  it('builds a textured text-to-model mesh within face_limit, with base model and preview', async () => {
+    const out = await run('generate.text', { prompt: 'a red knight', face_limit: 5000, enable_texture: true, enable_pbr: false });
+    const doc = await glbOf(out);
+    const faces = triangles(doc);
+    assert.ok(faces <= 5000 && faces >= 4500, `faces ${faces}`);
+    assert.equal(out.extra?.face_count, faces);
+    assert.equal(out.extra?.format, 'glb');
+    const material = doc.getRoot().listMaterials()[0]!;
+    assert.ok(material.getBaseColorTexture()?.getImage(), 'base colour texture');
+    assert.equal(material.getMetallicRoughnessTexture(), null);
+    assert.equal((await glbOf(out, 'base_model')).getRoot().listTextures().length, 0);
+    const preview = fileOf(out, 'preview');
+    assert.equal(preview.type, 'image');
+    assert.equal((await sharp(preview.data).metadata()).format, 'png');
+    assert.ok(!out.files.some((f) => f.role === 'pbr_model'));
+  });
+
+  it('keeps small and large limits: never above, close below', async () => {
+    for (const limit of [48, 1000, 33333]) {
+      const out = await run('generate.text', { prompt: 'a stone tower', face_limit: limit, enable_texture: false });
+      const faces = triangles(await glbOf(out));
+      assert.ok(faces <= limit && faces >= limit * 0.85, `limit ${limit}: faces ${faces}`);
+    }
+  });
+
+  it('makes quads when asked: face_limit counts quads, stored as consecutive triangle pairs', async () => {
+    const out = await run('generate.text', { prompt: 'a brown dog', face_limit: 2000, topology: 'quad', enable_texture: false });
+    const doc = await glbOf(out);
+    const faces = triangles(doc);
+    assert.equal(out.extra?.topology, 'quad');
+    assert.equal(out.extra?.quad_count, faces / 2);
+    assert.ok((out.extra?.polygon_count as number) <= 2000 && (out.extra?.polygon_count as number) >= 1800);
+    const prim = doc.getRoot().listMeshes()[0]!.listPrimitives()[0]!;
+    assert.equal((prim.getExtras() as { quad_count: number }).quad_count, faces / 2);
+    const indices = prim.getIndices()!.getArray()!;
+    const position = prim.getAttribute('POSITION')!;
+    const key = (i: number) => position.getElement(i, []).join(',');
+    for (let q = 0; q < faces / 2; q++) {
+      const first = new Set([0, 1, 2].map((k) => key(indices[q * 6 + k]!)));
+      const shared = [3, 4, 5].filter((k) => first.has(key(indices[q * 6 + k]!)));
+      assert.equal(shared.length, 2, `pair ${q} shares an edge`);
+    }
+  });
+
+  it('adds a metallic-roughness material and a pbr_model file when PBR is on', async () => {
+    const out = await run('generate.text', { prompt: 'a steel robot', face_limit: 3000, enable_texture: true, enable_pbr: true });
+    const pbr = await glbOf(out, 'pbr_model');
+    const material = pbr.getRoot().listMaterials()[0]!;
+    assert.ok(material.getMetallicRoughnessTexture()?.getImage());
+    assert.ok(material.getBaseColorTexture());
+    assert.equal((await glbOf(out)).getRoot().listMaterials()[0]!.getMetallicRoughnessTexture(), null);
+    assert.equal(out.extra?.pbr, true);
+  });
+
+  it('generates separate named parts without textures', async () => {
+    const out = await run('generate.text', { prompt: 'a wizard character', face_limit: 6000, generate_parts: true });
+    const doc = await glbOf(out);
+    assert.deepEqual(meshNodeNames(doc), ['head', 'torso', 'left_arm', 'right_arm', 'left_leg', 'right_leg']);
+    assert.deepEqual(out.extra?.parts, meshNodeNames(doc));
+    assert.equal(doc.getRoot().listTextures().length, 0);
+    assert.ok(triangles(doc) <= 6000);
+  });
+
+  it('shapes and colours an image-to-model mesh from the picture', async () => {
+    const red = await pictureURI({ r: 200, g: 20, b: 20 });
+    const out = await run('generate.image', { file: { url: red }, face_limit: 4000, enable_texture: true });
+    const doc = await glbOf(out);
+    const image = doc.getRoot().listTextures()[0]!.getImage()!;
+    const { channels } = await sharp(Buffer.from(image)).stats();
+    assert.ok(channels[0]!.mean > channels[1]!.mean + 40, 'the texture carries the picture');
+    const blue = await run('generate.image', { file: { url: await pictureURI({ r: 20, g: 20, b: 200 }) }, face_limit: 4000, enable_texture: true });
+    assert.notDeepEqual(fileOf(blue, 'base_model').data, fileOf(out, 'base_model').data);
+  });
+
+  it('reads multiview views and the legacy four-slot files form', async () => {
+    const front = await pictureURI({ r: 30, g: 160, b: 40 });
+    const back = await pictureURI({ r: 30, g: 40, b: 160 });
+    const views = await run('generate.multiview', { view_images: [{ view_type: 'front', file: { url: front } }, { view_type: 'back', file: { url: back } }], face_limit: 3000 });
+    const legacy = await run('generate.multiview', { files: [{ url: front }, null, { url: back }, null], face_limit: 3000 });
+    assert.deepEqual(fileOf(views, 'model').data, fileOf(legacy, 'model').data);
+    const texture = (await glbOf(views)).getRoot().listTextures()[0]!;
+    assert.equal((await sharp(Buffer.from(texture.getImage()!)).metadata()).width, 1024);
+  });
+
+  it('fails on an unreadable image and stops when cancelled', async () => {
+    await assert.rejects(run('generate.image', { file: { url: `data:image/png;base64,${Buffer.from('not a picture').toString('base64')}` } }), TaskFailedError);
+    const controller = new AbortController();
+    controller.abort();
+    await assert.rejects(run('generate.text', { prompt: 'a cat' }, runContext({ signal: controller.signal })), { name: 'AbortError' });
+  });
+
+  it('is deterministic: the same request gives the same bytes', async () => {
+    const input = { prompt: 'a green vase', face_limit: 2000, enable_pbr: true, texture_quality: 'standard' };
+    const [a, b] = [await run('generate.text', input), await run('generate.text', input)];
+    assert.deepEqual(a.files.map((f) => f.data), b.files.map((f) => f.data));
+    const other = await run('generate.text', { ...input, prompt: 'a green box' });
+    assert.notDeepEqual(fileOf(other, 'base_model').data, fileOf(a, 'base_model').data);
+  });
+});
+
