@@ -1,0 +1,80 @@
+import type { AdapterFactory } from '../registry.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationOutput, type InputFile, type RunContext } from '../spec.ts';
+import { UpstreamClient, UpstreamError, type UpstreamResponse } from '../upstream-client.ts';
+import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText } from './mapping.ts';
+
+const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
+
+/** Saved before the request goes out: a run resumed after a restart must not send (and pay for) it twice. */
+const SAVED_KEY = 'openai_images';
+
+function refsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/**
+ * OpenAI-compatible images (adapter `openai`): one synchronous request per task to
+ * /images/generations (JSON) or /images/edits (multipart); the images of the reply, inline or
+ * downloaded, become the task's files. An external API, so its tasks cannot be cancelled.
+ */
+export const openaiImagesAdapter: AdapterFactory = (ctx) => {
+  const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;
+  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: ctx.apiKey ? { authorization: `Bearer ${ctx.apiKey}` } : {} });
+  // Result URLs point at storage hosts: fetched without the API key.
+  const downloads = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
+
+  async function send(rc: RunContext, path: string, body: { json: unknown } | { body: FormData }): Promise<UpstreamResponse> {
+    try {
+      return await api.request({ path, ...body, signal: rc.signal });
+    } catch (err) {
+      // The upstream's own words as original_error_message, not its JSON envelope.
+      if (err instanceof UpstreamError && err.originalMessage) throw new UpstreamError(err.message, upstreamErrorText(err.originalMessage), err.status);
+      throw err;
+    }
+  }
+
+  return {
+    cancellable: false,
+    check(job) {
+      if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+    },
+    async run(job, rc): Promise<GenerationOutput> {
+      if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+      if (job.saved?.[SAVED_KEY]) throw new TaskFailedError('the request to the image provider was interrupted by a restart; it is not sent again because it may already have been billed');
+      const log = ctx.logger.child({ taskId: job.taskId });
+      const { fields, warnings } = imageRequestFields(job.endpoint, job.input, job.model);
+      if (warnings.length > 0) log.warn({ warnings }, 'request options the upstream does not take were dropped');
+
+      let body: { json: unknown } | { body: FormData };
+      if (job.endpoint === 'images.edits') {
+        const images: InputFile[] = [];
+        for (const ref of refsOf(job.input.image)) images.push(await rc.readInput(ref));
+        if (images.length === 0) throw new TaskFailedError('an image edit needs at least one image');
+        const mask = typeof job.input.mask === 'string' ? await rc.readInput(job.input.mask) : undefined;
+        body = { body: await editForm(fields, images, mask) };
+      } else {
+        body = { json: fields };
+      }
+      await rc.remember({ [SAVED_KEY]: { sent_at: Date.now() } });
+      const res = await send(rc, job.endpoint === 'images.edits' ? '/images/edits' : '/images/generations', body);
+      let parsed: unknown;
+      try {
+        parsed = res.json();
+      } catch {
+        throw new TaskFailedError('OpenAI images reply is not JSON', res.body.toString('utf8').slice(0, 2000));
+      }
+      const reply = parseImagesReply(parsed);
+      const files = [];
+      for (const [i, image] of reply.images.entries()) {
+        const data = 'b64' in image ? Buffer.from(image.b64, 'base64') : (await downloads.request({ path: image.url, signal: rc.signal })).body;
+        files.push(await imageFile(data, i));
+      }
+      return {
+        files,
+        ...(reply.usage ? { usage: reply.usage } : {}),
+        ...(reply.revisedPrompts.length > 0 ? { extra: { revised_prompts: reply.revisedPrompts } } : {}),
+      };
+    },
+  };
+};

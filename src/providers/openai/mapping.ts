@@ -1,0 +1,194 @@
+/**
+ * OpenAI-compatible images: gateway image requests → the fields of POST /images/generations
+ * and /images/edits, and their replies → generated files. Pure functions (sharp only reads
+ * and converts bytes).
+ */
+import sharp, { type Metadata } from 'sharp';
+import type { LiveModel } from '../../catalog/catalog.ts';
+import type { ImageCapabilityFields } from '../../catalog/capabilities.ts';
+import type { Usage } from '../../tasks/task-record.ts';
+import { TaskFailedError, type GeneratedFile, type InputFile } from '../spec.ts';
+
+/** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
+export const IMAGE_ENDPOINTS = {
+  'images.generations': 'image_generate',
+  'ai.generations': 'image_generate',
+  'images.edits': 'image_edit',
+} as const;
+export type ImageEndpoint = keyof typeof IMAGE_ENDPOINTS;
+
+/** Request fields sent to OpenAI as they are, per upstream call (openai-python image params). */
+const PASSTHROUGH: Record<'generations' | 'edits', readonly string[]> = {
+  generations: ['quality', 'background', 'output_format', 'output_compression', 'moderation', 'style', 'response_format', 'user'],
+  edits: ['quality', 'background', 'output_format', 'output_compression', 'input_fidelity', 'response_format', 'user'],
+};
+
+/** Fields the mapping itself reads, and the gateway's own (never sent, never warned about). */
+const CONSUMED = new Set(['prompt', 'n', 'size', 'aspect_ratio', 'resolution', 'width', 'height', 'image', 'mask', 'model', '_metadata', 'options']);
+
+/** Sizes OpenAI image models take when the catalog lists none for the model (GPT Image). */
+const DEFAULT_SIZES = ['1024x1024', '1536x1024', '1024x1536'];
+
+/** Long side in pixels that a spec `resolution` asks for. */
+const RESOLUTION_LONG_SIDE: Record<string, number> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
+
+/** How far a size's ratio may be from the requested aspect ratio and still count as it. */
+const RATIO_TOLERANCE = 0.03;
+
+export function isImageEndpoint(endpoint: string): endpoint is ImageEndpoint {
+  return endpoint in IMAGE_ENDPOINTS;
+}
+
+function parseSize(size: string): [number, number] | undefined {
+  const match = /^(\d+)x(\d+)$/.exec(size);
+  return match ? [Number(match[1]), Number(match[2])] : undefined;
+}
+
+/**
+ * The `size` to send: the request's own, `width`×`height` of the deprecated endpoint, or the
+ * model's size closest to `aspect_ratio` and `resolution` (dropped with a warning when the
+ * model has no size of that ratio).
+ */
+export function sizeFor(input: Record<string, unknown>, capability: ImageCapabilityFields | undefined): { size?: string; warning?: string } {
+  if (typeof input.size === 'string') return { size: input.size };
+  if (typeof input.width === 'number' && typeof input.height === 'number') return { size: `${input.width}x${input.height}` };
+  const aspect = typeof input.aspect_ratio === 'string' ? input.aspect_ratio : undefined;
+  const resolution = typeof input.resolution === 'string' ? input.resolution : undefined;
+  if (!aspect && !resolution) return {};
+  const [rw, rh] = aspect ? aspect.split(':').map(Number) : [1, 1];
+  const ratio = rw! / rh!;
+  const sizes = (capability?.output_resolutions ?? DEFAULT_SIZES).flatMap((s) => {
+    const parsed = parseSize(s);
+    return parsed ? [{ text: s, w: parsed[0], h: parsed[1] }] : [];
+  });
+  const fitting = sizes.filter((s) => Math.abs(s.w / s.h - ratio) / ratio <= RATIO_TOLERANCE);
+  const asked = `${aspect ? `aspect_ratio ${aspect}` : ''}${aspect && resolution ? ' and ' : ''}${resolution ? `resolution ${resolution}` : ''}`;
+  if (fitting.length === 0) return { warning: `${asked} dropped: the model takes none of its sizes (${sizes.map((s) => s.text).join(', ')})` };
+  const longSide = RESOLUTION_LONG_SIDE[resolution ?? '1K'] ?? 1024;
+  const best = fitting.reduce((a, b) => (Math.abs(Math.max(b.w, b.h) - longSide) < Math.abs(Math.max(a.w, a.h) - longSide) ? b : a));
+  return { size: best.text };
+}
+
+/**
+ * The upstream fields of an image request: model, prompt, n, size and the OpenAI options the
+ * request carries; every other field is dropped with a warning.
+ */
+export function imageRequestFields(endpoint: ImageEndpoint, input: Record<string, unknown>, model: LiveModel): { fields: Record<string, string | number | boolean>; warnings: string[] } {
+  const call = endpoint === 'images.edits' ? 'edits' : 'generations';
+  const warnings: string[] = [];
+  const fields: Record<string, string | number | boolean> = { model: model.defaultRealModelName };
+  if (typeof input.prompt === 'string') fields.prompt = input.prompt;
+  if (typeof input.n === 'number') fields.n = input.n;
+  const { size, warning } = sizeFor(input, model.capabilities[IMAGE_ENDPOINTS[endpoint]]);
+  if (size) fields.size = size;
+  if (warning) warnings.push(warning);
+  for (const [key, value] of Object.entries(input)) {
+    if (CONSUMED.has(key) || value === undefined) continue;
+    if (PASSTHROUGH[call].includes(key) && (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) fields[key] = value;
+    else warnings.push(`${key} dropped: OpenAI images/${call} does not take it`);
+  }
+  return { fields, warnings };
+}
+
+const UPLOAD_TYPES: Record<string, { mime: string; ext: string }> = {
+  png: { mime: 'image/png', ext: 'png' },
+  jpeg: { mime: 'image/jpeg', ext: 'jpg' },
+  webp: { mime: 'image/webp', ext: 'webp' },
+};
+
+/** An input image as OpenAI takes it: PNG, JPEG or WebP as it is, anything else sharp reads as PNG; a mask always as PNG (its alpha is the edit area). */
+async function uploadable(file: InputFile, what: string, pngOnly: boolean): Promise<{ data: Buffer; mime: string; fileName: string }> {
+  let format: string | undefined;
+  try {
+    format = (await sharp(file.data).metadata()).format;
+  } catch {
+    throw new TaskFailedError(`${what} is not an image`);
+  }
+  const kind = format && UPLOAD_TYPES[format];
+  if (kind && (!pngOnly || format === 'png')) return { data: file.data, mime: kind.mime, fileName: `${what.replace(/\W+/g, '-').replace(/-$/, '')}.${kind.ext}` };
+  return { data: await sharp(file.data).png().toBuffer(), mime: 'image/png', fileName: `${what.replace(/\W+/g, '-').replace(/-$/, '')}.png` };
+}
+
+/**
+ * The multipart body of POST /images/edits. One image goes as `image`, several as repeated
+ * `image[]` parts (the form the official SDKs send for a list; OpenAI's reference does not spell
+ * the multi-image field name out).
+ */
+export async function editForm(fields: Record<string, string | number | boolean>, images: InputFile[], mask: InputFile | undefined): Promise<FormData> {
+  const form = new FormData();
+  for (const [key, value] of Object.entries(fields)) form.append(key, String(value));
+  const imageField = images.length === 1 ? 'image' : 'image[]';
+  for (const [i, file] of images.entries()) {
+    const part = await uploadable(file, `image[${i}]`, false);
+    form.append(imageField, new Blob([new Uint8Array(part.data)], { type: part.mime }), part.fileName);
+  }
+  if (mask) {
+    const part = await uploadable(mask, 'mask', true);
+    form.append('mask', new Blob([new Uint8Array(part.data)], { type: part.mime }), part.fileName);
+  }
+  return form;
+}
+
+/** One image of a reply: inline bytes or a URL to download. */
+export type ReplyImage = { b64: string } | { url: string };
+
+export interface ImagesReply {
+  images: ReplyImage[];
+  usage?: Usage;
+  revisedPrompts: string[];
+}
+
+/** Reads the fields used from an images reply; a reply without them fails the task, naming what is missing. */
+export function parseImagesReply(body: unknown): ImagesReply {
+  const reply = body as { data?: unknown; usage?: Record<string, unknown> } | null;
+  if (!reply || !Array.isArray(reply.data) || reply.data.length === 0) throw new TaskFailedError('OpenAI images reply has no data', JSON.stringify(body)?.slice(0, 2000));
+  const images: ReplyImage[] = [];
+  const revisedPrompts: string[] = [];
+  for (const [i, item] of (reply.data as Record<string, unknown>[]).entries()) {
+    if (typeof item?.b64_json === 'string') images.push({ b64: item.b64_json });
+    else if (typeof item?.url === 'string') images.push({ url: item.url });
+    else throw new TaskFailedError(`OpenAI images reply: data[${i}] has neither b64_json nor url`);
+    if (typeof item.revised_prompt === 'string') revisedPrompts.push(item.revised_prompt);
+  }
+  const usage = reply.usage;
+  const tokens = (key: string) => (typeof usage?.[key] === 'number' ? usage[key] : 0);
+  return {
+    images,
+    revisedPrompts,
+    ...(usage && typeof usage === 'object' ? { usage: { total_tokens: tokens('total_tokens'), input_tokens: tokens('input_tokens'), output_tokens: tokens('output_tokens') } } : {}),
+  };
+}
+
+const OUTPUT_TYPES: Record<string, { mime: string; ext: string }> = { ...UPLOAD_TYPES, gif: { mime: 'image/gif', ext: 'gif' } };
+
+/** A generated image file from reply bytes: its type and size read from the image itself. */
+export async function imageFile(data: Buffer, index: number): Promise<GeneratedFile> {
+  let meta: Metadata;
+  try {
+    meta = await sharp(data).metadata();
+  } catch {
+    throw new TaskFailedError(`OpenAI images reply: image ${index + 1} is not a readable image`);
+  }
+  const kind = meta.format ? OUTPUT_TYPES[meta.format] : undefined;
+  if (!kind || !meta.width || !meta.height) throw new TaskFailedError(`OpenAI images reply: image ${index + 1} is a ${meta.format ?? 'unknown'} file, not PNG, JPEG or WebP`);
+  return {
+    type: 'image',
+    data,
+    fileName: `image-${index + 1}.${kind.ext}`,
+    mimeType: kind.mime,
+    mediaSize: { type: 'image', width: meta.width, height: meta.height, status: 1 },
+  };
+}
+
+/** The message of an OpenAI-style error body (`{error: {message}}`), else the text itself. */
+export function upstreamErrorText(text: string): string {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
+    if (typeof body.error === 'string') return body.error;
+    if (body.error && typeof body.error.message === 'string') return body.error.message;
+    if (typeof body.message === 'string') return body.message;
+  } catch {
+    // not JSON: the text is the message
+  }
+  return text;
+}
