@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { ProviderSettings, Settings } from '../config/settings.ts';
 import { LocalEngine } from './local/local-engine.ts';
+import { sunoAdapter } from './suno/adapter.ts';
 import { TaskRejectedError, type GenerationEngine } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type UpstreamClientOptions } from './upstream-client.ts';
 
@@ -32,7 +33,9 @@ const DEFAULT_POLL_INTERVAL_MS = 2_000;
 const DEFAULT_MAX_WAIT_MS = 60 * 60_000;
 
 /** Task adapters by name (a provider's `adapter` setting, default its code). */
-const ADAPTERS: Record<string, AdapterFactory> = {};
+const ADAPTERS: Record<string, AdapterFactory> = {
+  suno: sunoAdapter,
+};
 
 function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {
   const apiKey = settings.api_key_env ? process.env[settings.api_key_env] : undefined;

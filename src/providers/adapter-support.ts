@@ -1,0 +1,57 @@
+import { SettingsError } from '../config/settings.ts';
+import type { AdapterContext } from './registry.ts';
+import { TaskFailedError, type RunContext } from './spec.ts';
+import type { UpstreamClient, UpstreamResponse } from './upstream-client.ts';
+
+/**
+ * A URL an upstream can fetch for a reference in a request. http(s) URLs, the gateway's own file
+ * URLs among them (public, CONTRACT §8), go as they are; a data URI or an asset hash is read and
+ * published as a gateway file first.
+ */
+export async function fetchableUrl(ref: string, ctx: RunContext, fallbackName: string): Promise<string> {
+  const trimmed = ref.trim();
+  if (/^https?:\/\//i.test(trimmed)) return trimmed;
+  const file = await ctx.readInput(trimmed);
+  return ctx.publish(file.data, /\.[a-z0-9]+$/i.test(file.fileName) ? file.fileName : fallbackName, file.mimeType);
+}
+
+/** A result file fetched from an upstream's storage. */
+export interface DownloadedFile {
+  data: Buffer;
+  /** The Content-Type the storage sent, without parameters; empty when it sent none. */
+  mimeType: string;
+}
+
+/**
+ * Fetches a result file by its absolute URL (upstream URLs expire, so results are kept). `client`
+ * should carry no credentials: result URLs usually point at another host, a CDN.
+ */
+export async function downloadFile(client: UpstreamClient, url: string, signal: AbortSignal): Promise<DownloadedFile> {
+  const res = await client.request({ path: url, signal });
+  return { data: res.body, mimeType: (res.headers.get('content-type') ?? '').split(';')[0]!.trim().toLowerCase() };
+}
+
+/** The JSON of an upstream reply; a body that is not JSON fails the task naming the call. */
+export function replyJson(res: UpstreamResponse, provider: string, call: string): unknown {
+  try {
+    return JSON.parse(res.body.toString('utf8'));
+  } catch {
+    throw new TaskFailedError(`${provider} answered ${call} with a body that is not JSON`, res.body.toString('utf8').slice(0, 2000));
+  }
+}
+
+/** An adapter setting from GENGATE_CONFIG providers.<code>.options; a wrong type stops the start. */
+export function stringOption(ctx: AdapterContext, name: string): string | undefined {
+  const value = ctx.settings.options?.[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value === '') throw new SettingsError(`GENGATE_CONFIG providers.${ctx.provider}.options.${name}: expected a non-empty string`);
+  return value;
+}
+
+/** A numeric adapter setting (see stringOption). */
+export function numberOption(ctx: AdapterContext, name: string): number | undefined {
+  const value = ctx.settings.options?.[name];
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new SettingsError(`GENGATE_CONFIG providers.${ctx.provider}.options.${name}: expected a positive number`);
+  return value;
+}

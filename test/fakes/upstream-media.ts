@@ -1,0 +1,28 @@
+import { runFfmpeg } from '../../src/providers/local/ffmpeg.ts';
+
+/** Real media files for fake upstreams to hand out, made once per test process with ffmpeg. */
+const made = new Map<string, Promise<Buffer>>();
+
+function once(key: string, make: () => Promise<Buffer>): Promise<Buffer> {
+  let file = made.get(key);
+  if (!file) {
+    file = make();
+    made.set(key, file);
+  }
+  return file;
+}
+
+/** A mono MP3 tone of `seconds` at `hz`. */
+export function sampleMp3(seconds: number, hz = 440): Promise<Buffer> {
+  return once(`mp3:${seconds}:${hz}`, () => runFfmpeg(['-f', 'lavfi', '-i', `sine=frequency=${hz}:duration=${seconds}`, '-ac', '1', '-c:a', 'libmp3lame', '-b:a', '64k', '-f', 'mp3', 'pipe:1']));
+}
+
+/** An H.264 MP4 test pattern, with an AAC tone when `audio`. */
+export function sampleMp4(opts: { width: number; height: number; seconds: number; audio: boolean }): Promise<Buffer> {
+  const { width, height, seconds, audio } = opts;
+  return once(`mp4:${width}x${height}:${seconds}:${audio}`, () => runFfmpeg([
+    '-f', 'lavfi', '-i', `testsrc=size=${width}x${height}:rate=24:duration=${seconds}`,
+    ...(audio ? ['-f', 'lavfi', '-i', `sine=frequency=330:duration=${seconds}`, '-c:a', 'aac', '-shortest'] : []),
+    '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', 'out.mp4',
+  ], { outputFile: 'out.mp4' }));
+}
