@@ -28,6 +28,9 @@ import { TaskRunner } from './tasks/task-runner.ts';
 import { InputReader } from './tasks/input-reader.ts';
 import { GenerationService } from './tasks/generation-service.ts';
 import { createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
+import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
+import { DigitalHumanService } from './digital-human/digital-human-service.ts';
+import { withDigitalHumanResources } from './digital-human/digital-human-engines.ts';
 import { CallbacksRepo } from './storage/repos/callbacks-repo.ts';
 import { CallbackDispatcher } from './tasks/callback-dispatcher.ts';
 import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
@@ -81,7 +84,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
-  const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
+  const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
+  const engines = withDigitalHumanResources(parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' })), digitalHumans);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
   const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
   const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
@@ -89,7 +93,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks };
+  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
   app.server.on('upgrade', realtime.upgradeListener('/realtime'));

@@ -48,6 +48,7 @@ export const ERROR_CODES = {
   file_not_found: 404,
   request_not_found: 404,
   history_not_found: 404,
+  resource_not_found: 404,
   task_already_finished: 409,
   task_not_cancellable: 409,
   file_too_large: 413,

@@ -19,6 +19,8 @@ import { assetRoutes } from './routes/assets.ts';
 import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { generationRoutes } from './routes/generations.ts';
+import { videoRoutes } from './routes/video.ts';
+import { digitalHumanRoutes } from './routes/digital-human.ts';
 import { mesh3dRoutes } from './routes/mesh3d.ts';
 import { audioRoutes } from './routes/audio.ts';
 import { imageEditRoutes } from './routes/image-edits.ts';
@@ -128,6 +130,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(assetRoutes(services));
   await app.register(realtimeRoutes(services));
   await app.register(generationRoutes(services));
+  await app.register(videoRoutes(services));
+  await app.register(digitalHumanRoutes(services));
   await app.register(mesh3dRoutes(services));
   await app.register(audioRoutes(services));
   await app.register(imageEditRoutes(services));

@@ -12,6 +12,7 @@ export interface Database {
   callback_deliveries: CallbackDeliveryRow;
   callback_attempts: CallbackAttemptRow;
   ws_tickets: WsTicketRow;
+  digital_humans: DigitalHumanRow;
   mesh3d_histories: Mesh3dHistoryRow;
   mesh3d_materials: Mesh3dMaterialRow;
 }
@@ -225,5 +226,24 @@ export interface Mesh3dMaterialRow {
   owner_id: string;
   history_id: string;
   task_id: string;
+  created_at: number;
+}
+
+/** A digital-human resource: an avatar made from the owner's source video (POST /v1/digital-human/create). */
+export interface DigitalHumanRow {
+  id: string;
+  owner_id: string;
+  /** Catalog alias the resource was created with. */
+  model: string;
+  /** The digital-human.create task that made it. */
+  task_id: string;
+  /** `blake3:<hex>` of the source video kept as the owner's asset; null when an upstream kept it. */
+  source_hash: string | null;
+  /** JSON DigitalHumanVideo: the source video's frames (size, rate, duration). */
+  video: string;
+  /** 1 on, 0 off: optimisation for live streaming. */
+  interaction_optimise: number;
+  /** The upstream provider's own resource id, when an upstream trained the avatar. */
+  upstream_resource_id: string | null;
   created_at: number;
 }

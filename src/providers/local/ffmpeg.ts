@@ -128,11 +128,10 @@ export interface MediaProbe {
  */
 export async function probe(data: Buffer, opts: { signal?: AbortSignal } = {}): Promise<MediaProbe> {
   return withWorkDir(async (dir) => {
-    const file = join(dir, 'probe-input');
-    await writeFile(file, data);
+    await writeFile(join(dir, 'input'), data);
     // Without an output ffmpeg prints the input's description and exits 1; a parse failure
     // shows up as the missing "Input #0" header.
-    const run = await spawnFfmpeg(['-i', file], dir, undefined, opts.signal);
+    const run = await spawnFfmpeg(['-i', 'input'], dir, undefined, opts.signal);
     return parseProbe(run.stderr);
   });
 }

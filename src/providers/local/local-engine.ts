@@ -6,6 +6,9 @@ import type { LocalHandler } from './local-handler.ts';
 import { MESH_HANDLERS } from './mesh/mesh-handlers.ts';
 import { generateSong } from './audio/generate-song.ts';
 import { generateSpeech } from './audio/generate-speech.ts';
+import { generateVideo } from './video/generate-video.ts';
+import { createDigitalHuman } from './video/create-digital-human.ts';
+import { lipSyncVideo } from './video/lip-sync-video.ts';
 
 export interface LocalEngineOptions {
   /** The run's progress updates are spread over at least this long (LOCAL_ENGINE_MIN_DURATION_MS). */
@@ -21,6 +24,9 @@ const HANDLERS: Record<string, LocalHandler> = {
   'song.generations': generateSong,
   'speech.generations': generateSpeech,
   'images.edits': editImage,
+  'video.generations': generateVideo,
+  'digital-human.create': createDigitalHuman,
+  'digital-human.generations': lipSyncVideo,
   ...MESH_HANDLERS,
 };
 

@@ -5,6 +5,7 @@ import * as assetUniqueness from './0003-asset-uniqueness.ts';
 import * as tasks from './0004-tasks.ts';
 import * as taskSavedState from './0005-task-saved-state.ts';
 import * as mesh3d from './0006-mesh3d.ts';
+import * as digitalHuman from './0007-digital-human.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -14,4 +15,5 @@ export const migrations: Record<string, Migration> = {
   '0004_tasks': tasks,
   '0005_task_saved_state': taskSavedState,
   '0006_mesh3d': mesh3d,
+  '0007_digital_human': digitalHuman,
 };
