@@ -66,8 +66,7 @@ export function speechChunks(text: string): string[] {
   const pieces = sentences.flatMap((sentence) => {
     if (sentence.length <= CHUNK_CHARS) return [sentence];
     // A sentence too long for one utterance breaks between words (CJK text has no spaces: anywhere).
-    const words = sentence.match(new RegExp(`.{1,${CHUNK_CHARS}}(\\s|,|，|$)|.{1,${CHUNK_CHARS}}`, 'gu')) ?? [];
-    return words;
+    return sentence.match(new RegExp(`.{1,${CHUNK_CHARS}}(\\s|,|，|$)|.{1,${CHUNK_CHARS}}`, 'gu')) ?? [];
   });
   const chunks: string[] = [];
   for (const piece of pieces) {

@@ -193,7 +193,7 @@ export function renderBackingTrack(plan: SongPlan): StereoTrack {
         const octave = Math.floor(note.position / pentatonic.length);
         const degree = pentatonic[note.position % pentatonic.length]! + octave * scale.length;
         const midi = plan.rootMidi + 12 + degreeSemitones(scale, degree) + (note.offScale ? 1 : 0);
-        addTone(track, Math.round(barStart + i * eighth), Math.round(note.held ? eighth * 2 : eighth), frequency(midi), {
+        addTone(track, barStart + i * eighth, note.held ? eighth * 2 : eighth, frequency(midi), {
           level: 0.12, table: LEAD, attack: 0.01, decay: 2, pan: 0.2, vibrato: 0.004,
         });
       }
