@@ -1,0 +1,395 @@
+/**
+ * Tripo V2 OpenAPI (family C and the Tripo edit models): gateway 3D requests → POST /task bodies,
+ * task replies → generated files. Pure functions (glTF-Transform only reads bytes).
+ */
+import { NodeIO } from '@gltf-transform/core';
+import { guessMimeType } from '../../files/file-service.ts';
+import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
+import type { UpstreamPoll } from '../upstream-task-engine.ts';
+import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../spec.ts';
+
+/** Gateway endpoints → Tripo task types (smart low-poly's wire name is highpoly_to_lowpoly). */
+export const TASK_TYPES: Record<string, string> = {
+  'mesh3d.generate.text': 'text_to_model',
+  'mesh3d.generate.image': 'image_to_model',
+  'mesh3d.generate.multiview': 'multiview_to_model',
+  'mesh3d.edit.segmentation': 'mesh_segmentation',
+  'mesh3d.edit.completion': 'mesh_completion',
+  'mesh3d.edit.smart_lowpoly': 'highpoly_to_lowpoly',
+  'mesh3d.edit.texture': 'texture_model',
+  'mesh3d.edit.convert': 'convert_model',
+  'mesh3d.edit.check_riggable': 'animate_prerigcheck',
+  'mesh3d.edit.rig': 'animate_rig',
+  'mesh3d.edit.retarget_animation': 'animate_retarget',
+  'mesh3d.edit.refine': 'refine_model',
+  'mesh3d.edit.stylize': 'stylize_model',
+};
+
+/** Edits that only work on a task of Tripo's own kind (a segmentation, a rig, a draft): an imported model cannot stand in. */
+export const NEEDS_OWN_SOURCE: Record<string, string> = {
+  'mesh3d.edit.completion': 'a segmentation made by this provider',
+  'mesh3d.edit.retarget_animation': 'a rig made by this provider',
+  'mesh3d.edit.refine': 'a draft made by this provider',
+};
+
+/** The four slots of Tripo's multiview `files` and of texture_prompt.images. */
+const FOUR_SLOTS = ['front', 'left', 'back', 'right'] as const;
+
+const quadOnly = (value: unknown) => (value === 'quad' || value === true ? true : undefined);
+
+/** Generation fields under Tripo's names (family rules upstream of here refuse what a model lacks). */
+const GENERATION_FIELDS: FieldRule[] = [
+  { from: 'prompt', to: 'prompt' },
+  { from: 'negative_prompt', to: 'negative_prompt' },
+  { from: 'image_seed', to: 'image_seed' },
+  { from: 'seed', to: 'model_seed' },
+  { from: 'texture_seed', to: 'texture_seed' },
+  { from: 'face_limit', to: 'face_limit' },
+  { from: 'enable_texture', to: 'texture' },
+  { from: 'enable_pbr', to: 'pbr' },
+  { from: 'texture_quality', to: 'texture_quality' },
+  { from: 'geometry_quality', to: 'geometry_quality' },
+  // Only an explicit quad goes: P1 and the international service refuse even `quad: false`.
+  { from: 'topology', to: 'quad', convert: quadOnly },
+  { from: 'smart_low_poly', to: 'smart_low_poly' },
+  { from: 'generate_parts', to: 'generate_parts' },
+  { from: 'auto_size', to: 'auto_size' },
+  { from: 'export_uv', to: 'export_uv' },
+  { from: 'enable_image_autofix', to: 'enable_image_autofix' },
+  { from: 'texture_alignment', to: 'texture_alignment' },
+  { from: 'orientation', to: 'orientation' },
+];
+
+/** Gateway names of rig specs and stylize styles → Tripo's. */
+const RIG_SPECS: Record<string, string> = { spec_a: 'tripo', spec_b: 'mixamo' };
+const STYLES: Record<string, string> = { brick: 'lego', voxel: 'voxel', voronoi: 'voronoi', blockgame: 'minecraft' };
+/** convert's presets are named after the tools Tripo names them by. */
+const FBX_PRESETS: Record<string, string> = { preset_a: 'blender', preset_b: '3dsmax', preset_c: 'mixamo' };
+
+const mapped = (table: Record<string, string>) => (value: unknown) => table[String(value)] ?? value;
+
+/** Per edit: the fields sent and where the model_version comes from. */
+interface EditMapping {
+  fields: FieldRule[];
+  /** `model`: the edit model's defaultRealModelName; a field name: that input field (falling back to the model). */
+  version?: 'model' | string;
+}
+
+const EDITS: Record<string, EditMapping> = {
+  'mesh3d.edit.segmentation': { fields: [], version: 'model_version_seg' },
+  'mesh3d.edit.completion': { fields: [{ from: 'part_names', to: 'part_names' }], version: 'model_version_seg' },
+  'mesh3d.edit.smart_lowpoly': {
+    fields: [{ from: 'quad', to: 'quad', convert: quadOnly }, { from: 'part_names', to: 'part_names' }, { from: 'face_limit', to: 'face_limit' }, { from: 'bake', to: 'bake' }],
+    version: 'model',
+  },
+  'mesh3d.edit.texture': {
+    fields: ['texture', 'pbr', 'texture_seed', 'texture_alignment', 'texture_quality', 'part_names', 'compress', 'bake'].map((f) => ({ from: f, to: f })),
+    version: 'model',
+  },
+  'mesh3d.edit.convert': {
+    fields: [
+      { from: 'format', to: 'format' },
+      { from: 'quad', to: 'quad', convert: quadOnly },
+      ...['force_symmetry', 'face_limit', 'flatten_bottom', 'flatten_bottom_threshold', 'texture_size', 'texture_format', 'pivot_to_center_bottom', 'scale_factor',
+        'with_animation', 'pack_uv', 'bake', 'part_names', 'animate_in_place', 'export_vertex_colors', 'export_orientation'].map((f) => ({ from: f, to: f })),
+      { from: 'fbx_preset', to: 'fbx_preset', convert: mapped(FBX_PRESETS) },
+    ],
+  },
+  'mesh3d.edit.check_riggable': { fields: [] },
+  'mesh3d.edit.rig': {
+    fields: [{ from: 'out_format', to: 'out_format' }, { from: 'rig_type', to: 'rig_type' }, { from: 'spec', to: 'spec', convert: mapped(RIG_SPECS) }],
+    version: 'rigging_model_version',
+  },
+  'mesh3d.edit.retarget_animation': {
+    fields: ['out_format', 'bake_animation', 'export_with_geometry', 'animate_in_place'].map((f) => ({ from: f, to: f })),
+  },
+  'mesh3d.edit.refine': { fields: [] },
+  'mesh3d.edit.stylize': { fields: [{ from: 'style', to: 'style', convert: mapped(STYLES) }, { from: 'block_size', to: 'block_size' }] },
+};
+
+/** Input fields the mapping reads without a rule, and the gateway's own. */
+const CONSUMED = new Set(['file', 'view_images', 'source', 'texture_prompt', 'animations', 'draft_model_task_id', 'topology', 'history_id', 'model_version_seg', 'rigging_model_version']);
+
+type Input = Record<string, unknown>;
+
+/** An image input as the request carries it after validation: the reference in `url`. */
+interface ImageRef {
+  url: string;
+  mimetype?: string;
+}
+
+function imageRef(value: unknown): ImageRef | undefined {
+  const file = value as Partial<ImageRef> | undefined;
+  return file && typeof file.url === 'string' ? { url: file.url, ...(typeof file.mimetype === 'string' ? { mimetype: file.mimetype } : {}) } : undefined;
+}
+
+function viewsOf(value: unknown): { view_type: string; file: ImageRef }[] {
+  if (!Array.isArray(value)) return [];
+  return value.flatMap((v: { view_type?: unknown; file?: unknown }) => {
+    const file = imageRef(v?.file);
+    return typeof v?.view_type === 'string' && file ? [{ view_type: v.view_type, file }] : [];
+  });
+}
+
+/** Every image reference of a request, so the adapter can turn each into a URL Tripo fetches. */
+export function imageRefs(input: Input): string[] {
+  const prompt = (input.texture_prompt ?? {}) as Input;
+  const refs = [imageRef(input.file), ...viewsOf(input.view_images).map((v) => v.file), imageRef(prompt.image), imageRef(prompt.style_image), ...viewsOf(prompt.view_images).map((v) => v.file)];
+  return refs.flatMap((r) => (r ? [r.url] : []));
+}
+
+const IMAGE_TYPES: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/jpg': 'jpg', 'image/webp': 'webp' };
+
+/** Tripo's file object for an image: `type` from the stated mime type or the URL, then the URL. */
+function tripoImage(ref: ImageRef, urls: ReadonlyMap<string, string>): { type: string; url: string } {
+  const url = urls.get(ref.url) ?? ref.url;
+  const byName = /\.(png|jpe?g|webp)(?:$|[?#])/i.exec(new URL(url).pathname)?.[1]?.toLowerCase();
+  const type = (ref.mimetype && IMAGE_TYPES[ref.mimetype.toLowerCase()]) ?? (byName === 'jpeg' ? 'jpg' : byName) ?? 'png';
+  return { type, url };
+}
+
+/** Views in Tripo's four slots (front, left, back, right); `{}` keeps a missing view's place. */
+function fourSlots(views: { view_type: string; file: ImageRef }[], urls: ReadonlyMap<string, string>): Record<string, string>[] {
+  return FOUR_SLOTS.map((slot) => {
+    const view = views.find((v) => v.view_type === slot);
+    return view ? tripoImage(view.file, urls) : {};
+  });
+}
+
+function texturePrompt(value: unknown, urls: ReadonlyMap<string, string>): Input | undefined {
+  if (!value || typeof value !== 'object') return undefined;
+  const prompt = value as Input;
+  const out: Input = {};
+  if (typeof prompt.text === 'string') out.text = prompt.text;
+  const image = imageRef(prompt.image);
+  if (image) out.image = tripoImage(image, urls);
+  const views = viewsOf(prompt.view_images);
+  if (views.length > 0) out.images = fourSlots(views, urls);
+  const style = imageRef(prompt.style_image);
+  if (style) out.style_image = tripoImage(style, urls);
+  return out;
+}
+
+export interface TaskBody {
+  body: Input;
+  /** Request fields Tripo does not take, dropped. */
+  dropped: string[];
+}
+
+/**
+ * The POST /task body of a job. `urls` maps each image reference to a URL Tripo can fetch;
+ * `original` is the Tripo task id an edit works on.
+ */
+export function taskBody(job: GenerationJob, urls: ReadonlyMap<string, string>, original?: string): TaskBody {
+  const type = TASK_TYPES[job.endpoint];
+  if (!type) throw new TaskFailedError(`Tripo does not run ${job.endpoint} tasks`);
+  const input = job.input;
+  const edit = EDITS[job.endpoint];
+  const rules = edit ? edit.fields : GENERATION_FIELDS;
+  const body: Input = { type };
+  if (!edit) {
+    body.model_version = job.model.defaultRealModelName;
+    const file = imageRef(input.file);
+    if (job.endpoint === 'mesh3d.generate.image' && file) body.file = tripoImage(file, urls);
+    if (job.endpoint === 'mesh3d.generate.multiview') body.files = fourSlots(viewsOf(input.view_images), urls);
+  } else {
+    if (edit.version) body.model_version = edit.version === 'model' ? job.model.defaultRealModelName : (input[edit.version] ?? job.model.defaultRealModelName);
+    if (job.endpoint === 'mesh3d.edit.refine') body.draft_model_task_id = input.draft_model_task_id ?? original;
+    else body.original_model_task_id = original;
+    if (job.endpoint === 'mesh3d.edit.texture') {
+      const prompt = texturePrompt(input.texture_prompt, urls);
+      if (prompt) body.texture_prompt = prompt;
+    }
+    if (job.endpoint === 'mesh3d.edit.retarget_animation') {
+      const animations = Array.isArray(input.animations) ? input.animations : [];
+      if (animations.length === 1) body.animation = animations[0];
+      else body.animations = animations;
+    }
+  }
+  for (const [key, value] of Object.entries(mapFields(input, rules))) if (value !== undefined) body[key] = value;
+  const known = new Set([...CONSUMED, ...rules.map((r) => r.from)]);
+  return { body, dropped: fieldsSet(input, Object.keys(input).filter((k) => !known.has(k))) };
+}
+
+// ---- replies ----
+
+/** A Tripo task as GET /task/{id} describes it (the fields read). */
+export interface TripoTask {
+  status: string;
+  progress?: number;
+  output: Input;
+  /** The Blender add-on's shape: `{role: {url, type}}`. */
+  result: Input;
+  errorCode?: number;
+  errorMsg?: string;
+}
+
+/** `data` of Tripo's `{code: 0, data}` envelope; a non-zero code fails the task with Tripo's message. */
+export function envelopeData(body: unknown, call: string): Input {
+  const reply = body as { code?: unknown; data?: unknown; message?: unknown; suggestion?: unknown } | null;
+  if (!reply || typeof reply !== 'object') throw new TaskFailedError(`Tripo answered ${call} with no JSON object`);
+  if (reply.code !== 0) throw new TaskFailedError(`Tripo refused ${call} (code ${String(reply.code)})`, errorText(reply));
+  if (!reply.data || typeof reply.data !== 'object') throw new TaskFailedError(`Tripo answered ${call} without data`, JSON.stringify(body).slice(0, 2000));
+  return reply.data as Input;
+}
+
+/** Tripo's own words from an error body (`{code, message, suggestion}`), else the text as it is. */
+export function errorText(body: unknown): string {
+  let reply = body;
+  if (typeof body === 'string') {
+    try {
+      reply = JSON.parse(body);
+    } catch {
+      return body;
+    }
+  }
+  const r = reply as { message?: unknown; suggestion?: unknown } | null;
+  if (r && typeof r.message === 'string') return typeof r.suggestion === 'string' && r.suggestion ? `${r.message} (${r.suggestion})` : r.message;
+  return typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+export function submittedTaskId(data: Input): string {
+  if (typeof data.task_id !== 'string' || data.task_id === '') throw new TaskFailedError('Tripo accepted the task without a task_id', JSON.stringify(data).slice(0, 2000));
+  return data.task_id;
+}
+
+export function parseTask(data: Input): TripoTask {
+  if (typeof data.status !== 'string') throw new TaskFailedError('Tripo task reply has no status', JSON.stringify(data).slice(0, 2000));
+  const object = (v: unknown): Input => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Input) : {});
+  return {
+    status: data.status,
+    ...(typeof data.progress === 'number' ? { progress: data.progress } : {}),
+    output: object(data.output),
+    result: object(data.result),
+    ...(typeof data.error_code === 'number' ? { errorCode: data.error_code } : {}),
+    ...(typeof data.error_msg === 'string' && data.error_msg ? { errorMsg: data.error_msg } : {}),
+  };
+}
+
+const ONGOING = new Set(['queued', 'running', 'unknown']);
+
+/** The engine's view of a task that is not (yet) a success; undefined for a success. */
+export function pollState(task: TripoTask): Exclude<UpstreamPoll, { state: 'succeeded' }> | undefined {
+  if (task.status === 'success') return undefined;
+  if (ONGOING.has(task.status)) return { state: 'running', ...(task.progress !== undefined ? { progress: task.progress } : {}), message: task.status };
+  const code = task.errorCode !== undefined ? ` (error ${task.errorCode})` : '';
+  return { state: 'failed', message: `Tripo task ${task.status}${code}`, original: task.errorMsg ?? `task status ${task.status}` };
+}
+
+/** Result URLs by output key; the roles the gateway names them by and their file kind. */
+const RESULT_ROLES = [
+  { key: 'model', role: 'model', type: '3d' },
+  { key: 'base_model', role: 'base_model', type: '3d' },
+  { key: 'pbr_model', role: 'pbr_model', type: '3d' },
+  { key: 'rendered_image', role: 'preview', type: 'image' },
+] as const;
+
+export interface ResultLink {
+  role: string;
+  type: '3d' | 'image';
+  url: string;
+}
+
+/** The files of a finished task: `output` URLs, else the `result` objects. */
+export function resultLinks(task: TripoTask): ResultLink[] {
+  return RESULT_ROLES.flatMap(({ key, role, type }) => {
+    const direct = task.output[key];
+    const nested = (task.result[key] as { url?: unknown } | undefined)?.url;
+    const url = typeof direct === 'string' && direct ? direct : typeof nested === 'string' && nested ? nested : undefined;
+    return url ? [{ role, type, url }] : [];
+  });
+}
+
+const KNOWN_EXTENSIONS = /\.(glb|gltf|fbx|obj|stl|usdz|3mf|schem|zip|png|jpe?g|webp)$/i;
+
+/** The extension of a result: the URL's, else what the bytes start with. */
+function extensionOf(url: string, data: Buffer): string {
+  const byName = KNOWN_EXTENSIONS.exec(new URL(url).pathname)?.[1];
+  if (byName) return byName.toLowerCase();
+  const head = data.subarray(0, 20).toString('latin1');
+  if (head.startsWith('glTF')) return 'glb';
+  if (head.startsWith('Kaydara FBX')) return 'fbx';
+  if (head.startsWith('PK')) return 'zip';
+  const mime = guessMimeType(undefined, data);
+  return mime.startsWith('image/') ? mime.slice(6).replace('jpeg', 'jpg') : 'bin';
+}
+
+/** A downloaded result as a generated file named after its role. */
+export function resultFile(link: ResultLink, data: Buffer): GeneratedFile {
+  const fileName = `${link.role}.${extensionOf(link.url, data)}`;
+  return { type: link.type, role: link.role, data, fileName, mimeType: guessMimeType(fileName, data) };
+}
+
+/** Names of the mesh nodes of a GLB: the parts a segmentation made. */
+export async function glbPartNames(data: Buffer): Promise<string[] | undefined> {
+  if (data.subarray(0, 4).toString('latin1') !== 'glTF') return undefined;
+  try {
+    const doc = await new NodeIO().readBinary(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
+    return doc.getRoot().listNodes().filter((n) => n.getMesh()).map((n) => n.getName()).filter((name) => name !== '');
+  } catch {
+    return undefined;
+  }
+}
+
+/** Endpoints whose result's parts the history keeps. */
+const PART_ENDPOINTS = new Set(['mesh3d.edit.segmentation', 'mesh3d.edit.completion']);
+
+/**
+ * The task output: the files, plus what the history needs — the parts of a segmentation, the
+ * riggability answer of a check, the rig made.
+ */
+export async function taskOutput(job: GenerationJob, task: TripoTask, files: GeneratedFile[]): Promise<GenerationOutput> {
+  const extra: Input = {};
+  const model = files.find((f) => f.role === 'model');
+  if (model && (PART_ENDPOINTS.has(job.endpoint) || job.input.generate_parts === true)) {
+    const parts = await glbPartNames(model.data);
+    if (parts?.length) extra.parts = parts;
+  }
+  if (job.endpoint === 'mesh3d.edit.check_riggable') {
+    if (typeof task.output.riggable !== 'boolean') throw new TaskFailedError('Tripo answered the riggability check without `riggable`', JSON.stringify(task.output).slice(0, 2000));
+    extra.riggable = task.output.riggable;
+    const rigType = task.output.rig_type ?? task.output.topology;
+    if (typeof rigType === 'string') extra.rig_type = rigType;
+  }
+  if (job.endpoint === 'mesh3d.edit.rig') extra.rig = { rig_type: job.input.rig_type ?? 'biped', spec: job.input.spec ?? 'spec_a' };
+  if (files.length === 0 && job.endpoint !== 'mesh3d.edit.check_riggable') throw new TaskFailedError('Tripo reported success without a result file', JSON.stringify(task.output).slice(0, 2000));
+  return { files, ...(Object.keys(extra).length > 0 ? { extra } : {}) };
+}
+
+// ---- edit sources ----
+
+/** The upstream task behind an edit's source history, as the history keeps it (the task's saved `upstream` reference). */
+export interface SourceTask {
+  provider: string;
+  task_id: string;
+}
+
+/**
+ * The upstream task of the history an edit works on. The history keeps its task's saved state,
+ * whose `upstream` is the reference the adapter's submit returned (`{provider, task_id, …}`).
+ */
+export function sourceTaskOf(input: Input): SourceTask | undefined {
+  const source = input.source as { upstream?: unknown } | undefined;
+  const saved = source?.upstream as Record<string, unknown> | undefined;
+  const ref = (saved?.upstream ?? saved) as Partial<SourceTask> | undefined;
+  return ref && typeof ref.provider === 'string' && typeof ref.task_id === 'string' ? { provider: ref.provider, task_id: ref.task_id } : undefined;
+}
+
+/** The reference of the source model file (`source.model`). */
+export function sourceModelRef(input: Input): string | undefined {
+  const model = (input.source as { model?: unknown } | undefined)?.model;
+  return typeof model === 'string' ? model : undefined;
+}
+
+/** Model file formats Tripo imports, by extension and by mime type. */
+const IMPORT_FORMATS: Record<string, string> = {
+  glb: 'glb', obj: 'obj', fbx: 'fbx', stl: 'stl',
+  'model/gltf-binary': 'glb', 'model/obj': 'obj', 'application/vnd.autodesk.fbx': 'fbx', 'model/stl': 'stl',
+};
+
+/** The import format of a model file (glb, obj, fbx or stl), or undefined when Tripo cannot import it. */
+export function importFormatOf(file: { data: Buffer; fileName: string; mimeType: string }): string | undefined {
+  const ext = /\.([a-z0-9]+)$/i.exec(file.fileName)?.[1]?.toLowerCase();
+  if (file.data.subarray(0, 4).toString('latin1') === 'glTF') return 'glb';
+  return (ext && IMPORT_FORMATS[ext]) ?? IMPORT_FORMATS[file.mimeType.toLowerCase()];
+}
