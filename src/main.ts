@@ -27,7 +27,9 @@ import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
 import { InputReader } from './tasks/input-reader.ts';
 import { GenerationService } from './tasks/generation-service.ts';
-import { createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
+import { createChatModelRegistry, createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
+import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
+import { ChatService } from './chat/chat-service.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
 import { withDigitalHumanResources } from './digital-human/digital-human-engines.ts';
@@ -87,13 +89,20 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
   const engines = withDigitalHumanResources(parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' })), digitalHumans);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
+  const chat = new ChatService({
+    models: createChatModelRegistry(settings, logger.child({ component: 'providers' })),
+    resolveModel: (alias, capabilities) => generations.resolveModel(alias, capabilities),
+    files,
+    conversations: new ConversationsRepo(db),
+    maxFileBytes: settings.maxFileBytes,
+  });
   const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
   const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans };
+  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
   app.server.on('upgrade', realtime.upgradeListener('/realtime'));

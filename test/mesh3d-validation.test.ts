@@ -37,13 +37,17 @@ const scriptedEngine: GenerationEngine = {
   },
 };
 
-/** Deployment overrides: capabilities that win over the family tables, a disabled model, a generation model declaring rig. */
+/**
+ * Deployment overrides: capabilities that win over the family tables (or, removed, let them
+ * apply), a disabled model, a generation model declaring rig.
+ */
 const CONFIG = {
   models: {
     'rodin-gen2.5-medium': { capabilities: { text_to_model: { face_limit_range_by_topology: { triangle: { min: 600, max: 700 }, quad: { min: 1000, max: 200000 } } } } },
     'rodin-gen2-medium': { enabled: false, disabled_reason: 'maintenance' },
     'tripo-v3.0': { capabilities: { mesh_edit: { supported_operations: { texture: { supported: true }, rig: { supported: true } } } } },
     'hunyuan3d-pro-3.1': { capabilities: { multiview_to_model: { multiview_input: null, multiview_required_slots: null } } },
+    'fal-tripo-p1': { capabilities: { image_to_model: { pbr_required_when_texture: true } } },
   },
 };
 
@@ -181,6 +185,7 @@ const GENERATION_RULES: Rule[] = [
     input: (i) => assert.deepEqual([i.enable_texture, i.enable_pbr], [true, true]),
   },
   { rule: 'A: both off is geometry only; PBR needs texture', path: T, ok: text('hunyuan3d-pro-3.1', { enable_pbr: false, enable_texture: false }), bad: text('hunyuan3d-pro-3.1', { enable_pbr: true, enable_texture: false }), error: [400, 'invalid_parameter', 'enable_pbr'] },
+  { rule: 'a model may need PBR with texture', path: I, ok: image('fal-tripo-p1', { enable_pbr: true }), bad: image('fal-tripo-p1', { enable_pbr: false }), error: [400, 'invalid_parameter', 'enable_pbr'] },
   { rule: 'D: texture off requires PBR off', path: T, ok: text('fal-tripo-v3.1', { enable_texture: false, enable_pbr: false }), bad: text('fal-tripo-v3.1', { enable_texture: false, enable_pbr: true }), error: [400, 'invalid_parameter', 'enable_pbr'] },
   {
     rule: 'C defaults: texture on, PBR off',

@@ -18,6 +18,7 @@ import { fileRoutes } from './routes/files.ts';
 import { assetRoutes } from './routes/assets.ts';
 import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
+import { chatRoutes } from './routes/chat.ts';
 import { generationRoutes } from './routes/generations.ts';
 import { videoRoutes } from './routes/video.ts';
 import { digitalHumanRoutes } from './routes/digital-human.ts';
@@ -136,5 +137,6 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(audioRoutes(services));
   await app.register(imageEditRoutes(services));
   await app.register(taskRoutes(services));
+  await app.register(chatRoutes(services));
   return app;
 }

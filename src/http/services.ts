@@ -13,6 +13,7 @@ import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
 import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
+import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
@@ -38,4 +39,6 @@ export interface AppServices {
   wsTickets: WsTicketService;
   /** Digital-human resources of POST /v1/digital-human/create. */
   digitalHumans: DigitalHumanService;
+  /** Chat completions (POST /v1/chat/completions). */
+  chat: ChatService;
 }

@@ -3,7 +3,9 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import type { ProviderSettings, Settings } from '../config/settings.ts';
 import { LocalEngine } from './local/local-engine.ts';
 import { sunoAdapter } from './suno/adapter.ts';
-import { TaskRejectedError, type GenerationEngine } from './spec.ts';
+import { LocalChatModel } from './local/chat/local-chat-model.ts';
+import { createOpenAiChatModel } from './openai/chat-model.ts';
+import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type UpstreamClientOptions } from './upstream-client.ts';
 
 /** Which engine runs a catalog model. */
@@ -89,4 +91,23 @@ export function createEngineRegistry(settings: Settings, logger: Logger): Engine
     byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : noTaskAdapter(provider, adapter));
   }
   return { engineFor: (model) => byProvider.get(model.providerCode) ?? local };
+}
+
+/** Which chat model answers a catalog model's chat calls. */
+export interface ChatModelRegistry {
+  chatModelFor(model: LiveModel): ChatModel;
+}
+
+/**
+ * Chat models of a provider configured with a base_url speak the OpenAI chat API there (OpenAI,
+ * vLLM, Ollama, DeepSeek, …); everything else (and `adapter: "local"`) answers from the local chat model.
+ */
+export function createChatModelRegistry(settings: Settings, logger: Logger): ChatModelRegistry {
+  const local = new LocalChatModel();
+  const byProvider = new Map<string, ChatModel>();
+  for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
+    if ((providerSettings.adapter ?? provider) === 'local' || !providerSettings.base_url) continue;
+    byProvider.set(provider, createOpenAiChatModel(adapterContext(provider, providerSettings, logger)));
+  }
+  return { chatModelFor: (model) => byProvider.get(model.providerCode) ?? local };
 }

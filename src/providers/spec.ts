@@ -94,3 +94,129 @@ export interface GenerationEngine {
   check?(job: GenerationJob): void | Promise<void>;
   run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput>;
 }
+
+// ---- Chat: what answers POST /v1/chat/completions and the agent's model calls ----
+
+/** A content part as a chat model receives it: media by URL (base64 was uploaded before), or as text. */
+export type ChatContentPart =
+  | { type: 'text'; text: string }
+  | { type: 'image_url'; image_url: { url: string; detail?: string } }
+  | { type: 'video_url'; video_url: { url: string } }
+  | { type: 'input_audio'; input_audio: { url: string; format?: string } }
+  | { type: 'audio_url'; audio_url: { url: string } }
+  | { type: 'file_url'; file_url: { url: string; file_name?: string } };
+
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
+}
+
+/** One message of a conversation (OpenAI chat shape); other fields a client sent travel along. */
+export interface ChatMessage {
+  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
+  content: string | ChatContentPart[] | null;
+  name?: string;
+  /** An assistant's calls of the request's tools. */
+  tool_calls?: ChatToolCall[];
+  /** The call a `tool` message answers. */
+  tool_call_id?: string;
+}
+
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
+}
+
+export type ChatToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
+
+/** The OpenAI parameters of a call; any other key is a provider parameter passed on as it is. */
+export interface ChatParams {
+  temperature?: number;
+  top_p?: number;
+  max_tokens?: number;
+  max_completion_tokens?: number;
+  stop?: string | string[] | null;
+  tools?: ChatTool[];
+  tool_choice?: ChatToolChoice;
+  response_format?: { type: string; [field: string]: unknown };
+  stream_options?: { include_usage?: boolean; [field: string]: unknown } | null;
+  user?: string;
+  [name: string]: unknown;
+}
+
+/** One chat call: the model, the whole conversation (history included) and the parameters. */
+export interface ChatRequest {
+  model: LiveModel;
+  messages: ChatMessage[];
+  params: ChatParams;
+}
+
+export interface ChatUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  [detail: string]: unknown;
+}
+
+export type ChatFinishReason = 'stop' | 'length' | 'tool_calls' | 'content_filter' | 'function_call';
+
+/** A non-streamed answer (`chat.completion`). */
+export interface ChatCompletion {
+  id: string;
+  object: 'chat.completion';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    message: { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[]; refusal?: string | null; [field: string]: unknown };
+    finish_reason: ChatFinishReason | null;
+    logprobs?: unknown;
+  }[];
+  usage?: ChatUsage;
+  [field: string]: unknown;
+}
+
+/** A piece of a streamed tool call; `index` says which call it continues. */
+export interface ChatToolCallDelta {
+  index: number;
+  id?: string;
+  type?: 'function';
+  function?: { name?: string; arguments?: string };
+}
+
+/** One streamed event (`chat.completion.chunk`); the usage chunk has no choices. */
+export interface ChatChunk {
+  id: string;
+  object: 'chat.completion.chunk';
+  created: number;
+  model: string;
+  choices: {
+    index: number;
+    delta: { role?: 'assistant'; content?: string | null; refusal?: string | null; tool_calls?: ChatToolCallDelta[]; [field: string]: unknown };
+    finish_reason: ChatFinishReason | null;
+    logprobs?: unknown;
+  }[];
+  usage?: ChatUsage | null;
+  [field: string]: unknown;
+}
+
+export interface ChatCallOptions {
+  /** Aborted when the caller goes away (the client disconnected): stop and release the upstream call. */
+  signal: AbortSignal;
+}
+
+/**
+ * Something that answers chat calls: the built-in local model or an upstream chat API. Failures
+ * are ApiErrors: upstream_error (502), upstream_timeout (504), rate_limited (429, with
+ * Retry-After), invalid_request (400, the upstream refused the parameters).
+ */
+export interface ChatModel {
+  complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion>;
+  /**
+   * Resolves once the model accepted the call (a failure before that rejects here, so the caller
+   * can still answer with an error status); the chunks follow and, when the model reports usage,
+   * end with a usage chunk. A failure after the start is thrown by the iteration.
+   */
+  stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>>;
+}

@@ -12,6 +12,8 @@ export interface Database {
   callback_deliveries: CallbackDeliveryRow;
   callback_attempts: CallbackAttemptRow;
   ws_tickets: WsTicketRow;
+  conversations: ConversationRow;
+  conversation_messages: ConversationMessageRow;
   digital_humans: DigitalHumanRow;
   mesh3d_histories: Mesh3dHistoryRow;
   mesh3d_materials: Mesh3dMaterialRow;
@@ -245,5 +247,25 @@ export interface DigitalHumanRow {
   interaction_optimise: number;
   /** The upstream provider's own resource id, when an upstream trained the avatar. */
   upstream_resource_id: string | null;
+  created_at: number;
+}
+
+/** A chat conversation a caller named (conversationId / sessionId), scoped to its owner. */
+export interface ConversationRow {
+  owner_id: string;
+  id: string;
+  /** Messages stored so far; the next message's seq is one more. */
+  message_count: number;
+  created_at: number;
+  updated_at: number;
+}
+
+/** One message of a conversation, in the order of `seq` (from 1). */
+export interface ConversationMessageRow {
+  owner_id: string;
+  conversation_id: string;
+  seq: number;
+  /** JSON of the message as stored (media by URL, never base64 audio, files or video). */
+  message: string;
   created_at: number;
 }

@@ -6,6 +6,7 @@ import * as tasks from './0004-tasks.ts';
 import * as taskSavedState from './0005-task-saved-state.ts';
 import * as mesh3d from './0006-mesh3d.ts';
 import * as digitalHuman from './0007-digital-human.ts';
+import * as conversations from './0008-conversations.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005_task_saved_state': taskSavedState,
   '0006_mesh3d': mesh3d,
   '0007_digital_human': digitalHuman,
+  '0008_conversations': conversations,
 };

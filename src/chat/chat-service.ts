@@ -1,0 +1,128 @@
+import type { LiveModel } from '../catalog/catalog.ts';
+import type { CapabilityName } from '../catalog/schema.ts';
+import type { FileService } from '../files/file-service.ts';
+import type { ChatModelRegistry } from '../providers/registry.ts';
+import type { ChatChunk, ChatCompletion, ChatMessage, ChatRequest, ChatUsage } from '../providers/spec.ts';
+import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
+import type { ChatCompletionInput } from './chat-input.ts';
+import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
+import { StreamedReply } from './streamed-reply.ts';
+
+/** A chat model needs one of these types (CONTRACT §9: else 400 model_capability_mismatch). */
+const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
+/** Characters per token when a model reports no usage (OpenAI's rule of thumb for English). */
+const CHARS_PER_TOKEN = 4;
+const NO_HISTORY: ChatMessage[] = [];
+
+export interface ChatServiceDeps {
+  models: ChatModelRegistry;
+  /** The catalog model a request may use, or the contract's 404/400 (CONTRACT §9). */
+  resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
+  files: FileService;
+  conversations: ConversationsRepo;
+  /** Largest base64 file a message may carry. */
+  maxFileBytes: number;
+}
+
+export type ChatOutcome =
+  | { kind: 'completion'; completion: ChatCompletion }
+  /** Chunks for the client, the last one a usage chunk; the iteration throws when the model fails midway. */
+  | { kind: 'stream'; chunks: AsyncIterable<ChatChunk> };
+
+interface ConversationTurn {
+  ownerId: string;
+  id: string;
+  /** The turn's new messages as stored (media by URL). */
+  added: ChatMessage[];
+}
+
+function textLength(message: ChatMessage): number {
+  if (typeof message.content === 'string') return message.content.length;
+  let length = 0;
+  for (const part of message.content ?? []) if (part.type === 'text') length += part.text.length;
+  return length;
+}
+
+/** The usage of a call whose model reported none, estimated from its text. */
+function estimatedUsage(request: ChatRequest, completionChars: number): ChatUsage {
+  const prompt = Math.ceil(request.messages.reduce((sum, m) => sum + textLength(m), 0) / CHARS_PER_TOKEN);
+  const completion = Math.ceil(completionChars / CHARS_PER_TOKEN);
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+}
+
+/** The assistant message of a completion as a conversation keeps it. */
+function replyOf(completion: ChatCompletion): ChatMessage {
+  const message = completion.choices[0]?.message;
+  return { role: 'assistant', content: message?.content ?? null, ...(message?.tool_calls?.length ? { tool_calls: message.tool_calls } : {}) };
+}
+
+/**
+ * Chat completions: the model checked against the catalog, the messages normalised (uploads,
+ * media the model cannot read as links), a named conversation's history sent first, the call
+ * made on the model's chat engine, and the turn stored once the answer is complete.
+ */
+export class ChatService {
+  constructor(private readonly deps: ChatServiceDeps) {}
+
+  /**
+   * Runs one call. Failures before the answer starts are thrown (ApiError); a stream's later
+   * failure is thrown by its iteration. `signal` aborts the call (the client went away).
+   */
+  async start(input: ChatCompletionInput, ownerId: string, signal: AbortSignal): Promise<ChatOutcome> {
+    const { model: alias, messages: sent, stream = true, conversationId, sessionId, ...params } = input;
+    const model = this.deps.resolveModel(alias, CHAT_CAPABILITIES);
+    const support = mediaSupportOf(model);
+    const conversation = conversationId ?? sessionId;
+    const upload = async (data: Buffer, fileName: string, mimeType: string) => (await this.deps.files.store(ownerId, data, fileName, mimeType)).url;
+    const [added, history] = await Promise.all([
+      normaliseMessages(sent, { support, upload, maxBytes: this.deps.maxFileBytes }),
+      conversation === undefined ? NO_HISTORY : this.deps.conversations.history(ownerId, conversation),
+    ]);
+    const request: ChatRequest = { model, messages: adaptMessages(history.length > 0 ? [...history, ...added] : added, support), params };
+    const chatModel = this.deps.models.chatModelFor(model);
+    const turn = conversation === undefined ? undefined : { ownerId, id: conversation, added };
+
+    if (!stream) {
+      const completion = await chatModel.complete(request, { signal });
+      completion.model = model.alias;
+      if (turn) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, replyOf(completion)]);
+      return { kind: 'completion', completion };
+    }
+    const chunks = await chatModel.stream(request, { signal });
+    return { kind: 'stream', chunks: this.relay(chunks, request, turn) };
+  }
+
+  /**
+   * The model's chunks as the client gets them: named by the catalog alias, always ending with a
+   * usage chunk (estimated when the model sent none), and the turn stored before the stream ends.
+   */
+  private async *relay(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined): AsyncGenerator<ChatChunk> {
+    const alias = request.model.alias;
+    const reply = turn ? new StreamedReply() : undefined;
+    let usageSent = false;
+    let completionChars = 0;
+    let last: ChatChunk | undefined;
+    for await (const chunk of chunks) {
+      chunk.model = alias;
+      if (chunk.usage) usageSent = true;
+      for (const choice of chunk.choices) {
+        completionChars += choice.delta.content?.length ?? 0;
+        for (const call of choice.delta.tool_calls ?? []) completionChars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+      }
+      reply?.add(chunk);
+      last = chunk;
+      yield chunk;
+    }
+    if (!usageSent) {
+      yield {
+        id: last?.id ?? 'chatcmpl-usage',
+        object: 'chat.completion.chunk',
+        created: last?.created ?? Math.floor(Date.now() / 1000),
+        model: alias,
+        choices: [],
+        usage: estimatedUsage(request, completionChars),
+      };
+    }
+    if (turn && reply) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, reply.message()]);
+  }
+}

@@ -1,0 +1,153 @@
+import { Type, type TSchema } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../chat/chat-input.ts';
+import { SseWriter } from '../../chat/sse-writer.ts';
+import { toApiError } from '../plugins/errors.ts';
+import type { AppServices } from '../services.ts';
+
+type Schema = Record<string, unknown>;
+
+const text: Schema = { type: 'string' };
+const nonEmpty: Schema = { type: 'string', minLength: 1 };
+const link = (extra: Record<string, Schema> = {}): Schema => ({ type: 'object', required: ['url'], properties: { url: nonEmpty, ...extra } });
+
+/** A content part: each type requires its own field (if/then, so a missing one is named exactly). */
+const ContentPart: Schema = {
+  type: 'object',
+  required: ['type'],
+  properties: {
+    type: { type: 'string', enum: CONTENT_PART_TYPES },
+    text,
+    image_url: {
+      type: 'object',
+      properties: { url: nonEmpty, urls: { type: ['string', 'array'], minLength: 1, minItems: 1, items: nonEmpty }, detail: text },
+    },
+    video_url: link(),
+    input_audio: { type: 'object', properties: { url: nonEmpty, data: nonEmpty, format: text } },
+    audio_url: link(),
+    file_url: link({ file_name: text, fileName: text }),
+    file: { type: 'object', properties: { file_data: nonEmpty, filename: text, file_id: text } },
+  },
+  allOf: CONTENT_PART_TYPES.map((type) => ({ if: { required: ['type'], properties: { type: { const: type } } }, then: { required: [type] } })),
+};
+
+const ToolCall: Schema = {
+  type: 'object',
+  required: ['id', 'type', 'function'],
+  properties: {
+    id: text,
+    type: { type: 'string', enum: ['function'] },
+    function: { type: 'object', required: ['name', 'arguments'], properties: { name: text, arguments: text } },
+  },
+};
+
+const Message: Schema = {
+  type: 'object',
+  required: ['role'],
+  properties: {
+    role: { type: 'string', enum: MESSAGE_ROLES },
+    content: { type: ['string', 'array', 'null'], items: ContentPart },
+    name: text,
+    tool_calls: { type: 'array', items: ToolCall },
+    tool_call_id: nonEmpty,
+  },
+  allOf: [
+    { if: { required: ['role'], properties: { role: { const: 'tool' } } }, then: { required: ['tool_call_id', 'content'] } },
+    { if: { required: ['role'], properties: { role: { enum: ['system', 'developer', 'user'] } } }, then: { required: ['content'] } },
+  ],
+};
+
+const Tool: Schema = {
+  type: 'object',
+  required: ['type', 'function'],
+  properties: {
+    type: { type: 'string', enum: ['function'] },
+    function: {
+      type: 'object',
+      required: ['name'],
+      properties: {
+        name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+        description: text,
+        parameters: { type: 'object' },
+        strict: { type: ['boolean', 'null'] },
+      },
+    },
+  },
+};
+
+const ToolChoice: Schema = {
+  type: ['string', 'object'],
+  if: { type: 'string' },
+  then: { enum: ['none', 'auto', 'required'] },
+  else: { required: ['type', 'function'], properties: { type: { type: 'string', enum: ['function'] }, function: { type: 'object', required: ['name'], properties: { name: text } } } },
+};
+
+const raw = (schema: Schema): TSchema => schema as TSchema;
+
+/**
+ * The body: the gateway's fields, then the OpenAI parameters, typed so a wrong type is a 400
+ * naming the field; any other parameter is passed on to the upstream as it is.
+ */
+const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
+  model: Type.String({ minLength: 1, description: 'catalog alias of a text_generate or omni model' }),
+  messages: Type.Array(raw(Message), { minItems: 1 }),
+  stream: Type.Optional(Type.Boolean({ description: 'default true: server-sent events' })),
+  conversationId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'stored conversation of the caller: its history goes first and the turn is kept' })),
+  sessionId: Type.Optional(Type.String({ minLength: 1, maxLength: 256, description: 'the conversation, when conversationId is absent' })),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 2 })),
+  top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  n: Type.Optional(Type.Integer({ minimum: 1, maximum: 1, description: 'one choice per call' })),
+  max_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+  stop: Type.Optional(raw({ type: ['string', 'array', 'null'], items: text })),
+  presence_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+  frequency_penalty: Type.Optional(Type.Number({ minimum: -2, maximum: 2 })),
+  seed: Type.Optional(Type.Integer()),
+  logprobs: Type.Optional(Type.Boolean()),
+  top_logprobs: Type.Optional(Type.Integer({ minimum: 0, maximum: 20 })),
+  logit_bias: Type.Optional(Type.Record(Type.String(), Type.Number())),
+  tools: Type.Optional(Type.Array(raw(Tool))),
+  tool_choice: Type.Optional(raw(ToolChoice)),
+  parallel_tool_calls: Type.Optional(Type.Boolean()),
+  response_format: Type.Optional(Type.Object({ type: Type.String({ minLength: 1 }) }, { additionalProperties: true })),
+  stream_options: Type.Optional(raw({ type: ['object', 'null'], properties: { include_usage: { type: 'boolean' } } })),
+  user: Type.Optional(Type.String()),
+  metadata: Type.Optional(Type.Record(Type.String(), Type.String())),
+  store: Type.Optional(Type.Boolean()),
+  reasoning_effort: Type.Optional(Type.String()),
+}, { additionalProperties: true }));
+
+/** POST /v1/chat/completions (spec document 1, CONTRACT §4): OpenAI's chat API, streaming by default. */
+export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  app.post('/v1/chat/completions', {
+    schema: {
+      tags: ['chat'],
+      summary: 'Chat completion in the OpenAI shape; server-sent events unless stream is false',
+      description: 'Streaming: `chat.completion.chunk` events, a usage chunk (`choices: []`), then `data: [DONE]`. ' +
+        'A failure after the stream started is sent as `data: {"error": {…}}` and the stream ends without [DONE]. ' +
+        'Non-streaming: a `chat.completion` with `usage`.',
+      security: [{ bearer: [] }],
+      body: ChatCompletionBody,
+    },
+  }, async (request, reply) => {
+    // The client going away (before the answer is complete) stops the model call.
+    const abort = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) abort.abort();
+    });
+    const outcome = await services.chat.start(request.body, request.principal.userId, abort.signal);
+    if (outcome.kind === 'completion') return outcome.completion;
+
+    reply.hijack();
+    const sse = new SseWriter(reply.raw, reply.getHeaders());
+    try {
+      for await (const chunk of outcome.chunks) await sse.send(JSON.stringify(chunk));
+      sse.end('[DONE]');
+    } catch (err) {
+      if (abort.signal.aborted) return;
+      const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
+      request.log.warn({ err, code: error.code }, 'chat stream failed after it started');
+      sse.end(JSON.stringify(error.toBody('api')));
+    }
+  });
+};

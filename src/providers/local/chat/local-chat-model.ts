@@ -1,0 +1,76 @@
+import { randomUUID } from 'node:crypto';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatRequest } from '../../spec.ts';
+import { localReply, type LocalReply } from './local-reply.ts';
+
+/** Words per streamed content chunk. */
+const WORDS_PER_CHUNK = 3;
+/** Characters per streamed piece of tool-call arguments. */
+const ARGUMENT_PIECE_CHARS = 16;
+
+function completionId(): string {
+  return `chatcmpl-${randomUUID().replaceAll('-', '')}`;
+}
+
+/** The text in pieces of a few words, each with the spacing before it, so the pieces join back exactly. */
+function pieces(text: string): string[] {
+  const words = text.match(/\s*\S+/g) ?? [text];
+  const out: string[] = [];
+  for (let i = 0; i < words.length; i += WORDS_PER_CHUNK) out.push(words.slice(i, i + WORDS_PER_CHUNK).join(''));
+  return out;
+}
+
+/**
+ * The built-in offline chat model: deterministic answers derived from the conversation (see
+ * localReply), streamed in several chunks, with token usage counted.
+ */
+export class LocalChatModel implements ChatModel {
+  async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
+    signal.throwIfAborted();
+    const reply = localReply(request);
+    return {
+      id: completionId(),
+      object: 'chat.completion',
+      created: Math.floor(Date.now() / 1000),
+      model: request.model.alias,
+      choices: [{
+        index: 0,
+        message: { role: 'assistant', content: reply.content, ...(reply.toolCalls.length > 0 ? { tool_calls: reply.toolCalls } : {}), refusal: null },
+        finish_reason: reply.finishReason,
+        logprobs: null,
+      }],
+      usage: reply.usage,
+    };
+  }
+
+  async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
+    signal.throwIfAborted();
+    return this.chunks(localReply(request), request.model.alias, signal);
+  }
+
+  private async *chunks(reply: LocalReply, model: string, signal: AbortSignal): AsyncGenerator<ChatChunk> {
+    const id = completionId();
+    const created = Math.floor(Date.now() / 1000);
+    const chunk = (delta: ChatChunk['choices'][number]['delta'], finishReason: LocalReply['finishReason'] | null = null): ChatChunk => ({
+      id, object: 'chat.completion.chunk', created, model, choices: [{ index: 0, delta, finish_reason: finishReason, logprobs: null }], usage: null,
+    });
+    if (reply.toolCalls.length > 0) {
+      yield chunk({ role: 'assistant', content: null });
+      for (const [index, call] of reply.toolCalls.entries()) {
+        signal.throwIfAborted();
+        yield chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] });
+        for (let at = 0; at < call.function.arguments.length; at += ARGUMENT_PIECE_CHARS) {
+          signal.throwIfAborted();
+          yield chunk({ tool_calls: [{ index, function: { arguments: call.function.arguments.slice(at, at + ARGUMENT_PIECE_CHARS) } }] });
+        }
+      }
+    } else {
+      yield chunk({ role: 'assistant', content: '' });
+      for (const piece of pieces(reply.content ?? '')) {
+        signal.throwIfAborted();
+        yield chunk({ content: piece });
+      }
+    }
+    yield chunk({}, reply.finishReason);
+    yield { id, object: 'chat.completion.chunk', created, model, choices: [], usage: reply.usage };
+  }
+}

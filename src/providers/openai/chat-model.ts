@@ -1,0 +1,88 @@
+import { ApiError } from '../../core/errors.ts';
+import type { LiveModel } from '../../catalog/catalog.ts';
+import type { AdapterContext } from '../registry.ts';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
+import { chatChunks } from './chat-stream.ts';
+import { ChatTransport } from './chat-transport.ts';
+
+type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
+
+/** The output-token limit parameter the model takes, as its catalog entry says (reasoning models refuse max_tokens). */
+function outputTokenParameterOf(model: LiveModel): OutputTokenParameter | undefined {
+  return (model.capabilities.text_generate ?? model.capabilities.omni)?.outputTokenParameter;
+}
+
+/** The client's limit under the name the model takes, when the client used the other name. */
+function withOutputTokenParameter(params: ChatParams, model: LiveModel): ChatParams {
+  const wanted = outputTokenParameterOf(model);
+  if (!wanted) return params;
+  const other: OutputTokenParameter = wanted === 'max_tokens' ? 'max_completion_tokens' : 'max_tokens';
+  if (params[other] === undefined || params[wanted] !== undefined) return params;
+  const { [other]: limit, ...rest } = params;
+  return { ...rest, [wanted]: limit };
+}
+
+/**
+ * The body sent upstream: the upstream's model name, the conversation, the client's parameters
+ * as they came (provider-specific ones included), and, when streaming, usage always asked for so
+ * every stream ends with a usage chunk.
+ */
+export function chatBody(request: ChatRequest, stream: boolean): string {
+  const { stream_options: streamOptions, ...params } = withOutputTokenParameter(request.params, request.model);
+  return JSON.stringify({
+    model: request.model.defaultRealModelName,
+    messages: request.messages,
+    ...params,
+    stream,
+    ...(stream ? { stream_options: { ...streamOptions, include_usage: true } } : {}),
+  });
+}
+
+/** An OpenAI-compatible chat API (OpenAI, vLLM, Ollama, DeepSeek, …) behind one base URL. */
+export class OpenAiChatModel implements ChatModel {
+  constructor(
+    private readonly transport: ChatTransport,
+    private readonly opts: { provider: string; timeoutMs: number },
+  ) {}
+
+  async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
+    const { provider } = this.opts;
+    const res = await this.transport.post(chatBody(request, false), false, signal);
+    let text: string;
+    try {
+      text = await res.body.text();
+    } catch (err) {
+      signal.throwIfAborted();
+      const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+      throw new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${provider} answer broke off: ${(err as Error).message}`);
+    }
+    let completion: ChatCompletion;
+    try {
+      completion = JSON.parse(text);
+    } catch {
+      throw new ApiError('upstream_error', `${provider} answered with something that is not JSON: ${text.slice(0, 200)}`);
+    }
+    if (!completion || !Array.isArray(completion.choices)) throw new ApiError('upstream_error', `${provider} answered with something that is not a chat completion: ${text.slice(0, 200)}`);
+    return completion;
+  }
+
+  async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
+    const res = await this.transport.post(chatBody(request, true), true, signal);
+    return chatChunks(res.body, { provider: this.opts.provider, timeoutMs: this.opts.timeoutMs, signal });
+  }
+}
+
+/** The chat model of a provider configured with a base URL (GENGATE_CONFIG providers.<code>). */
+export function createOpenAiChatModel(ctx: AdapterContext): ChatModel {
+  if (!ctx.baseURL) throw new Error(`provider ${ctx.provider}: a chat model needs base_url`);
+  const timeoutMs = ctx.client.timeoutMs!;
+  const transport = new ChatTransport({
+    provider: ctx.provider,
+    baseURL: ctx.baseURL,
+    apiKey: ctx.apiKey,
+    timeoutMs,
+    concurrency: ctx.client.concurrency!,
+    retry: ctx.client.retry!,
+  });
+  return new OpenAiChatModel(transport, { provider: ctx.provider, timeoutMs });
+}

@@ -1,0 +1,115 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { Pool, type Dispatcher } from 'undici';
+import { ApiError } from '../../core/errors.ts';
+import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
+
+export interface ChatTransportOptions {
+  /** Provider code, named in error messages. */
+  provider: string;
+  /** e.g. https://api.openai.com/v1; `/chat/completions` is appended. */
+  baseURL: string;
+  apiKey: string | undefined;
+  /** Bounds the wait for the answer's headers and every gap between streamed bytes. */
+  timeoutMs: number;
+  /** Connections kept to the upstream; calls beyond them wait for a free one. */
+  concurrency: number;
+  retry: RetryPolicy;
+}
+
+/** Upstream answers worth trying again: rate limits and server errors. */
+const TRANSIENT_STATUS = (status: number) => status === 429 || status >= 500;
+/** Upstream answers that mean the caller's parameters were refused (the caller can fix them). */
+const REFUSED_STATUS = new Set([400, 422]);
+const ERROR_TEXT_LIMIT = 2000;
+
+/** Undici's codes for a request that never got an answer; the request can be sent again. */
+const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED']);
+
+/** The message of an OpenAI-style error body (`{error: {message, param}}`), else its text. */
+function upstreamErrorOf(text: string): { message: string; param: string | null } {
+  try {
+    const body = JSON.parse(text) as { error?: { message?: unknown; param?: unknown } | string; message?: unknown };
+    const error = body.error;
+    if (typeof error === 'string') return { message: error, param: null };
+    if (error && typeof error.message === 'string') return { message: error.message, param: typeof error.param === 'string' ? error.param : null };
+    if (typeof body.message === 'string') return { message: body.message, param: null };
+  } catch {
+    // not JSON: the text itself says what went wrong
+  }
+  return { message: text.length > ERROR_TEXT_LIMIT ? `${text.slice(0, ERROR_TEXT_LIMIT)}…` : text, param: null };
+}
+
+/** The message of a transport failure, with its cause when undici wraps one. */
+function describe(err: Error): string {
+  const cause = err.cause instanceof Error ? err.cause.message : undefined;
+  return cause && cause !== err.message ? `${err.message} (${cause})` : err.message;
+}
+
+/**
+ * HTTP to one OpenAI-compatible chat endpoint: a keep-alive connection pool (undici), bearer
+ * authentication, timeouts, and retries of failures that happen before any answer came back
+ * (refused or reset connections, 429, 5xx) with backoff that honours Retry-After.
+ */
+export class ChatTransport {
+  readonly #pool: Pool;
+  readonly #path: string;
+  readonly #headers: Record<string, string>;
+
+  constructor(private readonly opts: ChatTransportOptions) {
+    const url = new URL(`${opts.baseURL.replace(/\/+$/, '')}/chat/completions`);
+    this.#pool = new Pool(url.origin, { connections: opts.concurrency, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+    this.#path = url.pathname + url.search;
+    this.#headers = { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) };
+  }
+
+  /**
+   * POSTs a chat body; resolves with the upstream's 2xx answer, its body unread. Errors are
+   * ApiErrors, except the abort of `signal`, which is rethrown as it is.
+   */
+  async post(body: string, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+    const { provider, retry } = this.opts;
+    const headers = { ...this.#headers, accept: stream ? 'text/event-stream' : 'application/json' };
+    for (let attempt = 0; ; attempt++) {
+      const retriesLeft = attempt < retry.attempts;
+      let res: Dispatcher.ResponseData;
+      try {
+        res = await this.#pool.request({ method: 'POST', path: this.#path, headers, body, signal });
+      } catch (err) {
+        signal.throwIfAborted();
+        const code = (err as { code?: string }).code ?? '';
+        if (code === 'UND_ERR_HEADERS_TIMEOUT') {
+          // It may have been acted on (and billed): not sent again.
+          throw new ApiError('upstream_timeout', `${provider} did not answer within ${this.opts.timeoutMs} ms`);
+        }
+        const causeCode = ((err as Error).cause as { code?: string } | undefined)?.code ?? '';
+        if (!CONNECTION_ERRORS.has(code) && !CONNECTION_ERRORS.has(causeCode)) throw err;
+        if (retriesLeft) {
+          await delay(backoffMs(retry, attempt), undefined, { signal });
+          continue;
+        }
+        throw new ApiError('upstream_error', `${provider} could not be reached: ${describe(err as Error)}`);
+      }
+      if (res.statusCode < 300) return res;
+
+      const text = await res.body.text().catch(() => '');
+      const { message, param } = upstreamErrorOf(text);
+      const header = res.headers['retry-after'];
+      const retryAfter = retryAfterMs(typeof header === 'string' ? header : null);
+      if (TRANSIENT_STATUS(res.statusCode)) {
+        // A wait longer than the policy allows is the client's to make, not a held connection's.
+        const wait = retryAfter ?? backoffMs(retry, attempt);
+        if (retriesLeft && wait <= retry.maxDelayMs) {
+          await delay(wait, undefined, { signal });
+          continue;
+        }
+      }
+      const what = `${provider} answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`;
+      if (res.statusCode === 429) {
+        const seconds = Math.max(1, Math.ceil((retryAfter ?? 1000) / 1000));
+        throw new ApiError('rate_limited', what, null, {}, { 'retry-after': String(seconds) });
+      }
+      if (REFUSED_STATUS.has(res.statusCode)) throw new ApiError('invalid_request', what, param);
+      throw new ApiError('upstream_error', what);
+    }
+  }
+}
