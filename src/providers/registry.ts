@@ -2,7 +2,9 @@ import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { ProviderSettings, Settings } from '../config/settings.ts';
 import { LocalEngine } from './local/local-engine.ts';
+import { minimaxAdapter } from './minimax/adapter.ts';
 import { sunoAdapter } from './suno/adapter.ts';
+import { volcengineAdapter } from './volcengine/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
@@ -37,6 +39,8 @@ const DEFAULT_MAX_WAIT_MS = 60 * 60_000;
 /** Task adapters by name (a provider's `adapter` setting, default its code). */
 const ADAPTERS: Record<string, AdapterFactory> = {
   suno: sunoAdapter,
+  minimax: minimaxAdapter,
+  volcengine: volcengineAdapter,
 };
 
 function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {

@@ -1,0 +1,70 @@
+import { SettingsError } from '../../config/settings.ts';
+import { FfmpegError, probe } from '../local/ffmpeg.ts';
+import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
+import type { AdapterContext, AdapterFactory } from '../registry.ts';
+import { TaskFailedError, TaskRejectedError } from '../spec.ts';
+import { UpstreamClient } from '../upstream-client.ts';
+import { upstreamTaskEngine } from '../upstream-task-engine.ts';
+import { checkVideoRequest, createTaskBody, createdTaskId, mediaRefs, taskState, videoOutput, type ParameterStyle } from './mapping.ts';
+
+const DEFAULT_BASE_URL = 'https://ark.cn-beijing.volces.com/api/v3';
+
+/** Upstream reference saved for a resumed run. */
+type ArkRef = { id: string };
+
+/** options.parameter_style: Ark task fields (default) or the older inline prompt flags. */
+function parameterStyle(ctx: AdapterContext): ParameterStyle {
+  const value = stringOption(ctx, 'parameter_style');
+  if (value === undefined || value === 'fields' || value === 'flags') return value ?? 'fields';
+  throw new SettingsError(`GENGATE_CONFIG providers.${ctx.provider}.options.parameter_style: expected "fields" or "flags", got "${value}"`);
+}
+
+/**
+ * Volcengine Ark (Bearer ARK_API_KEY): video.generations on Seedance → POST
+ * /contents/generations/tasks, polled at GET /contents/generations/tasks/{id}, the MP4 downloaded
+ * and probed. Settings go as task fields, or as prompt flags with options.parameter_style "flags";
+ * options.callback_url is sent as callback_url. Seedream images are not offered through this
+ * adapter (no notes on Ark's image API yet). External API: not cancellable (Ark only cancels
+ * queued tasks).
+ */
+export const volcengineAdapter: AdapterFactory = (ctx) => {
+  const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;
+  const style = parameterStyle(ctx);
+  const callbackUrl = stringOption(ctx, 'callback_url');
+  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: { authorization: `Bearer ${ctx.apiKey ?? ''}` } });
+  const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
+
+  return upstreamTaskEngine<ArkRef>({
+    check(job) {
+      if (job.endpoint.startsWith('images.') || job.endpoint === 'ai.generations') {
+        throw new TaskRejectedError(`provider ${ctx.provider} runs Seedance video only; Seedream image generation through Ark is not supported by this gateway yet`);
+      }
+      if (job.endpoint !== 'video.generations') throw new TaskRejectedError(`provider ${ctx.provider} does not run ${job.endpoint}`);
+      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkVideoRequest(job.input);
+    },
+    async submit(job, run) {
+      const urls = new Map<string, string>();
+      for (const [i, ref] of mediaRefs(job.input).entries()) urls.set(ref, await fetchableUrl(ref, run, `input-${i + 1}`));
+      const { body, dropped } = createTaskBody(job.input, job.model.defaultRealModelName, urls, { style, ...(callbackUrl ? { callbackUrl } : {}) });
+      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'Seedance has no use for these fields; not sent');
+      const res = await api.request({ path: '/contents/generations/tasks', json: body, signal: run.signal });
+      return { id: createdTaskId(replyJson(res, ctx.provider, 'the video request')) };
+    },
+    async poll(ref, _job, run) {
+      const res = await api.request({ path: `/contents/generations/tasks/${encodeURIComponent(ref.id)}`, signal: run.signal });
+      const state = taskState(replyJson(res, ctx.provider, 'the video task query'));
+      if (state.state !== 'succeeded') return state;
+      const video = await downloadFile(storage, state.videoUrl, run.signal);
+      let media;
+      try {
+        media = await probe(video.data, { signal: run.signal });
+      } catch (err) {
+        if (err instanceof FfmpegError) throw new TaskFailedError('the video the upstream delivered is not readable', err.message);
+        throw err;
+      }
+      if (!media.video) throw new TaskFailedError('the file the upstream delivered has no video stream', media.format);
+      return { state: 'succeeded', output: videoOutput(video.data, media.video, media.audio !== undefined, state, ref.id) };
+    },
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+};
