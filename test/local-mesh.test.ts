@@ -1,10 +1,10 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { NodeIO, type Document } from '@gltf-transform/core';
+import { Document, NodeIO, type Node } from '@gltf-transform/core';
 import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
 import sharp from 'sharp';
 import { LocalEngine } from '../src/providers/local/local-engine.ts';
-import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
 import { runContext } from './support/run-context.ts';
 
 const engine = new LocalEngine({ minDurationMs: 0 });
@@ -146,3 +146,120 @@ describe('local mesh generation', () => {
   });
 });
 
+
+/** Runs an edit on `model` (GLB bytes), handed to the engine as the source history's model file. */
+function edit(operation: string, model: Buffer, input: Record<string, unknown> = {}, source: Record<string, unknown> = {}): Promise<GenerationOutput> {
+  const ref = 'blake3:source-model';
+  const ctx = runContext({ inputs: { [ref]: { data: model, mimeType: 'model/gltf-binary', fileName: 'source.glb' } } });
+  return run(`edit.${operation}`, { ...input, source: { history_id: 'history-1', operation: 'generate', model: ref, ...source } }, ctx);
+}
+
+/** Edges used by one triangle only, over all primitives of a node, counted on welded positions. */
+function openEdges(node: Node): number {
+  const counts = new Map<string, number>();
+  for (const prim of node.getMesh()!.listPrimitives()) {
+    const position = prim.getAttribute('POSITION')!;
+    const indices = prim.getIndices()!.getArray()!;
+    const key = (i: number) => position.getElement(i, [] as number[]).map((x) => x.toFixed(6)).join(',');
+    for (let t = 0; t < indices.length; t += 3) {
+      for (let k = 0; k < 3; k++) {
+        const [a, b] = [key(indices[t + k]!), key(indices[t + ((k + 1) % 3)]!)].sort();
+        if (a === b) continue;
+        counts.set(`${a}|${b}`, (counts.get(`${a}|${b}`) ?? 0) + 1);
+      }
+    }
+  }
+  return [...counts.values()].filter((n) => n === 1).length;
+}
+
+/** A closed latitude-longitude sphere as GLB: one piece, shared vertices, no texture. */
+async function sphereModel(rings = 24, segments = 32): Promise<Buffer> {
+  const positions: number[] = [0, 1, 0];
+  for (let r = 1; r < rings; r++) {
+    const phi = (Math.PI * r) / rings;
+    for (let s = 0; s < segments; s++) {
+      const theta = (2 * Math.PI * s) / segments;
+      positions.push(Math.sin(phi) * Math.cos(theta), Math.cos(phi), Math.sin(phi) * Math.sin(theta));
+    }
+  }
+  positions.push(0, -1, 0);
+  const last = positions.length / 3 - 1;
+  const ring = (r: number, s: number) => 1 + (r - 1) * segments + (s % segments);
+  const indices: number[] = [];
+  for (let s = 0; s < segments; s++) {
+    indices.push(0, ring(1, s + 1), ring(1, s));
+    indices.push(last, ring(rings - 1, s), ring(rings - 1, s + 1));
+    for (let r = 1; r < rings - 1; r++) indices.push(ring(r, s), ring(r, s + 1), ring(r + 1, s + 1), ring(r, s), ring(r + 1, s + 1), ring(r + 1, s));
+  }
+  const doc = new Document();
+  const buffer = doc.createBuffer();
+  const prim = doc
+    .createPrimitive()
+    .setAttribute('POSITION', doc.createAccessor().setType('VEC3').setArray(new Float32Array(positions)).setBuffer(buffer))
+    .setIndices(doc.createAccessor().setType('SCALAR').setArray(new Uint32Array(indices)).setBuffer(buffer))
+    .setMaterial(doc.createMaterial('clay').setBaseColorFactor([0.6, 0.5, 0.4, 1]));
+  doc.createScene().addChild(doc.createNode('sphere').setMesh(doc.createMesh('sphere').addPrimitive(prim)));
+  return Buffer.from(await io.writeBinary(doc));
+}
+
+describe('local mesh edits', () => {
+  let figure: Buffer;
+  let blob: Buffer;
+  const figureModel = async () => (figure ??= fileOf(await run('generate.text', { prompt: 'a knight character', face_limit: 6000 }), 'model').data);
+  const blobModel = async () => (blob ??= await sphereModel());
+
+  it('segments a figure into its pieces and a one-piece model into clusters, with named part nodes', async () => {
+    const pieces = await edit('segmentation', await figureModel());
+    const names = meshNodeNames(await glbOf(pieces));
+    assert.deepEqual(names, pieces.extra?.parts);
+    assert.deepEqual([...names].sort(), ['lower_left', 'lower_right', 'middle', 'middle_left', 'middle_right', 'upper']);
+    const clusters = await edit('segmentation', await blobModel());
+    const doc = await glbOf(clusters);
+    assert.equal(meshNodeNames(doc).length, 4);
+    assert.equal(triangles(doc), triangles(await io.readBinary(new Uint8Array(await blobModel()))));
+    assert.ok(doc.getRoot().listMaterials().length >= 1 && doc.getRoot().listMeshes().every((m) => m.listPrimitives()[0]!.getMaterial()), 'parts keep the material');
+  });
+
+  it('completes the named parts: their holes are capped and nothing else changes', async () => {
+    const segmented = fileOf(await edit('segmentation', await blobModel()), 'model').data;
+    const before = await io.readBinary(new Uint8Array(segmented));
+    const [first, second] = before.getRoot().listNodes().filter((n) => n.getMesh());
+    assert.ok(openEdges(first!) > 0 && openEdges(second!) > 0, 'cut parts are open');
+    const out = await edit('completion', segmented, { part_names: [first!.getName()] });
+    const after = await glbOf(out);
+    const node = (name: string) => after.getRoot().listNodes().find((n) => n.getName() === name)!;
+    assert.equal(openEdges(node(first!.getName())), 0);
+    assert.equal(openEdges(node(second!.getName())), openEdges(second!));
+    assert.ok((out.extra?.completed as Record<string, number>)[first!.getName()]! >= 1);
+    await assert.rejects(edit('completion', segmented, { part_names: ['tail'] }), TaskRejectedError);
+  });
+
+  it('simplifies to the face limit with meshoptimizer, as triangles or quads', async () => {
+    const source = await figureModel();
+    const tri = await edit('smart_lowpoly', source, { face_limit: 1000 });
+    const faces = triangles(await glbOf(tri));
+    assert.ok(faces <= 1000 && faces >= 800, `faces ${faces}`);
+    const quad = await edit('smart_lowpoly', source, { face_limit: 600, topology: 'quad' });
+    const polygons = quad.extra?.polygon_count as number;
+    assert.ok(polygons <= 600, `polygons ${polygons}`);
+    assert.ok((quad.extra?.quad_count as number) > polygons / 2, 'quad dominant');
+    const auto = await edit('smart_lowpoly', source, { face_limit: 'auto' });
+    assert.ok(triangles(await glbOf(auto)) < triangles(await io.readBinary(new Uint8Array(source))));
+  });
+
+  it('textures a model by prompt and quality, with PBR maps when asked', async () => {
+    const source = fileOf(await run('generate.text', { prompt: 'a box', face_limit: 1500, enable_texture: false }), 'model').data;
+    const out = await edit('texture', source, { texture: true, pbr: true, texture_quality: 'detailed', texture_prompt: { text: 'a red crate' } });
+    const material = (await glbOf(out)).getRoot().listMaterials()[0]!;
+    const base = Buffer.from(material.getBaseColorTexture()!.getImage()!);
+    const meta = await sharp(base).stats();
+    assert.equal((await sharp(base).metadata()).width, 2048);
+    assert.ok(meta.channels[0]!.mean > meta.channels[2]!.mean + 50, 'red from the prompt');
+    assert.ok(material.getMetallicRoughnessTexture());
+    const standard = await edit('texture', source, { texture: true, pbr: false, texture_quality: 'standard', texture_prompt: { image: { url: await pictureURI({ r: 10, g: 200, b: 10 }) } } });
+    const green = (await glbOf(standard)).getRoot().listMaterials()[0]!;
+    assert.equal((await sharp(Buffer.from(green.getBaseColorTexture()!.getImage()!)).metadata()).width, 1024);
+    assert.equal(green.getMetallicRoughnessTexture(), null);
+    await assert.rejects(edit('texture', source, { texture: false, pbr: false, texture_quality: 'standard' }), TaskRejectedError);
+  });
+});

@@ -6,7 +6,7 @@ import { createHash } from 'node:crypto';
 import { Document, Logger, NodeIO, Primitive, type Material, type Node } from '@gltf-transform/core';
 import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
 import { clearNodeTransform, flatten, getBounds, prune } from '@gltf-transform/functions';
-import { MeshoptDecoder, MeshoptSimplifier } from 'meshoptimizer';
+import { MeshoptDecoder, MeshoptEncoder, MeshoptSimplifier } from 'meshoptimizer';
 import { TaskFailedError } from '../../spec.ts';
 
 /** Triangle geometry of one primitive, positions in the node's space. */
@@ -33,8 +33,8 @@ export function createDocument(): Document {
 
 /** A glTF reader/writer knowing every extension glTF-Transform implements. */
 export async function meshIO(): Promise<NodeIO> {
-  await MeshoptDecoder.ready;
-  return new NodeIO().setLogger(SILENT).registerExtensions(ALL_EXTENSIONS).registerDependencies({ 'meshopt.decoder': MeshoptDecoder });
+  await Promise.all([MeshoptDecoder.ready, MeshoptEncoder.ready]);
+  return new NodeIO().setLogger(SILENT).registerExtensions(ALL_EXTENSIONS).registerDependencies({ 'meshopt.decoder': MeshoptDecoder, 'meshopt.encoder': MeshoptEncoder });
 }
 
 /** Waits for the meshoptimizer wasm module every operation relies on. */
@@ -336,15 +336,53 @@ export function joinArrays(list: MeshArrays[]): MeshArrays {
   if (list.every((a) => a.normals)) joined.normals = new Float32Array(vertexTotal * 3);
   if (list.every((a) => a.uvs)) joined.uvs = new Float32Array(vertexTotal * 2);
   if (list.every((a) => a.colors)) joined.colors = new Float32Array(vertexTotal * 3);
+  if (list.every((a) => a.joints && a.weights)) {
+    joined.joints = new Uint16Array(vertexTotal * 4);
+    joined.weights = new Float32Array(vertexTotal * 4);
+  }
   let vertex = 0, index = 0;
   for (const a of list) {
     joined.positions.set(a.positions, vertex * 3);
     joined.normals?.set(a.normals!, vertex * 3);
     joined.uvs?.set(a.uvs!, vertex * 2);
     joined.colors?.set(a.colors!, vertex * 3);
+    joined.joints?.set(a.joints!, vertex * 4);
+    joined.weights?.set(a.weights!, vertex * 4);
     for (let i = 0; i < a.indices.length; i++) joined.indices[index + i] = a.indices[i]! + vertex;
     vertex += a.positions.length / 3;
     index += a.indices.length;
   }
   return joined;
+}
+
+/** The triangles of `arrays` listed in `triangles` (by triangle number), with only the vertices they use. */
+export function pickTriangles(arrays: MeshArrays, triangles: ArrayLike<number>): MeshArrays {
+  const remap = new Int32Array(arrays.positions.length / 3).fill(-1);
+  const indices = new Uint32Array(triangles.length * 3);
+  const used: number[] = [];
+  for (let i = 0; i < triangles.length; i++) {
+    for (let k = 0; k < 3; k++) {
+      const v = arrays.indices[triangles[i]! * 3 + k]!;
+      if (remap[v] === -1) {
+        remap[v] = used.length;
+        used.push(v);
+      }
+      indices[i * 3 + k] = remap[v]!;
+    }
+  }
+  const take = <T extends Float32Array | Uint16Array>(array: T | undefined, size: number): T | undefined => {
+    if (!array) return undefined;
+    const out = new (array.constructor as new (n: number) => T)(used.length * size);
+    used.forEach((v, i) => out.set(array.subarray(v * size, v * size + size), i * size));
+    return out;
+  };
+  return {
+    positions: take(arrays.positions, 3)!,
+    indices,
+    normals: take(arrays.normals, 3),
+    uvs: take(arrays.uvs, 2),
+    colors: take(arrays.colors, 3),
+    joints: take(arrays.joints, 4),
+    weights: take(arrays.weights, 4),
+  };
 }

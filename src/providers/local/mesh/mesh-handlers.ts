@@ -3,15 +3,20 @@
  * defaults applied by the endpoint) turned into options of the mesh operations, and their
  * results into files and the facts the 3D history keeps.
  */
-import { cloneDocument } from '@gltf-transform/functions';
+import type { Document } from '@gltf-transform/core';
+import { cloneDocument, meshopt } from '@gltf-transform/functions';
+import { MeshoptEncoder } from 'meshoptimizer';
 import sharp from 'sharp';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { generateModel, type ReliefView } from './generate-model.ts';
-import { createDocument, describeModel, digestOf, meshoptReady, writeGlb, type Vec3 } from './mesh-common.ts';
+import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, readModelDocument, writeGlb, type Vec3 } from './mesh-common.ts';
+import { completeParts } from './complete-parts.ts';
 import { paintModel, type ViewPicture } from './paint-model.ts';
 import { readSubject } from './read-subject.ts';
 import { renderPreview } from './render-preview.ts';
+import { segmentModel } from './segment-model.ts';
+import { smartLowpoly } from './smart-lowpoly.ts';
 
 const GLB_MIME = 'model/gltf-binary';
 /** Faces when a generation names no face_limit: the model adapts, the local one picks these. */
@@ -180,9 +185,106 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
 
 const generation: LocalHandler = { run: generate };
 
+/** What the endpoint tells an edit about its source history (the source model file by reference). */
+interface EditSource {
+  history_id?: string;
+  operation?: string;
+  model: string;
+  parts?: string[];
+  rig?: { rig_type: string; spec: string; bones?: string[] };
+}
+
+/** The edit's source model, read and flattened so node space is world space. */
+async function readSource(job: GenerationJob, ctx: RunContext): Promise<{ doc: Document; source: EditSource }> {
+  await meshoptReady();
+  const source = job.input.source as EditSource | undefined;
+  if (!source || typeof source.model !== 'string') throw new TaskRejectedError('the edit names no source model');
+  const { data } = await ctx.readInput(source.model);
+  const doc = await readModelDocument(data);
+  await bakeNodeTransforms(doc);
+  if (faceCount(doc) === 0) throw new TaskFailedError('the source model has no triangles');
+  ctx.signal.throwIfAborted();
+  return { doc, source };
+}
+
+/** `part_names` of the request, each one a part of the model. */
+function partNames(input: Input, doc: Document): string[] {
+  const names = input.part_names;
+  if (names === undefined || names === null) return [];
+  if (!Array.isArray(names) || names.some((n) => typeof n !== 'string')) throw new TaskRejectedError('part_names must be a list of part names');
+  const known = meshNodes(doc).map((n) => n.getName());
+  const unknown = names.filter((n) => !known.includes(n));
+  if (unknown.length > 0) throw new TaskRejectedError(`the model has no part ${unknown.map((n) => `"${n}"`).join(', ')}; its parts are ${known.join(', ')}`);
+  return names as string[];
+}
+
+async function modelOutput(job: GenerationJob, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+  return { files: [glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`)], extra: { ...describeModel(doc), ...extra } };
+}
+
+/** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
+const UPSCALE_SIDE = 4096;
+
+const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<GenerationOutput>> = {
+  async segmentation(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const parts = segmentModel(doc);
+    return modelOutput(job, doc, { parts });
+  },
+
+  async completion(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const completed = completeParts(doc, { parts: partNames(job.input, doc) });
+    return modelOutput(job, doc, { completed });
+  },
+
+  async smart_lowpoly(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const quad = job.input.topology === 'quad' || (job.input.topology === undefined && job.input.quad === true);
+    const parts = partNames(job.input, doc);
+    const current = faceCount(doc);
+    // Adaptive: a quarter of the faces, within the spec's default range.
+    const limit = count(job.input, 'face_limit') ?? Math.min(quad ? 10000 : 20000, Math.max(quad ? 500 : 1000, Math.round((quad ? current / 2 : current) / 4)));
+    smartLowpoly(doc, { faceLimit: limit, quad, parts });
+    return modelOutput(job, doc, { topology: quad ? 'quad' : 'triangle', face_limit: limit });
+  },
+
+  async texture(job, ctx) {
+    const { doc, source } = await readSource(job, ctx);
+    const input = job.input;
+    const texture = flag(input, ['texture', 'enable_texture'], true);
+    const pbr = flag(input, ['pbr', 'enable_pbr'], true);
+    const quality = input.texture_quality === 'detailed' ? 'detailed' : 'standard';
+    const parts = partNames(input, doc);
+    if (!texture && !pbr) {
+      if (quality !== 'detailed') throw new TaskRejectedError('texture and pbr cannot both be false with texture_quality standard');
+      // Detailed with neither: upscale the existing textures.
+      for (const t of doc.getRoot().listTextures()) {
+        const image = t.getImage();
+        if (image) t.setImage(await sharp(Buffer.from(image)).resize(UPSCALE_SIDE, UPSCALE_SIDE, { fit: 'inside' }).png().toBuffer()).setMimeType('image/png');
+      }
+    } else {
+      const prompt = (input.texture_prompt ?? {}) as { text?: string; image?: unknown; style_image?: unknown; view_images?: { view_type?: string; file?: unknown }[] };
+      const refs = prompt.image !== undefined ? pictureRefs({ file: prompt.image }) : prompt.view_images ? pictureRefs({ view_images: prompt.view_images }) : [];
+      const pictures = await readPictures(refs, ctx, false);
+      const seed = digestOf(source.history_id, prompt.text, input.texture_seed, ...pictures.map((p) => p.image));
+      const subject = readSubject(prompt.text ?? '', seed);
+      if (prompt.style_image !== undefined) {
+        const [style] = await readPictures([{ ref: fileRef(prompt.style_image, 'texture_prompt.style_image'), direction: VIEW_DIRECTIONS.front! }], ctx, false);
+        subject.palette.unshift(await meanColor(style!.image));
+      }
+      ctx.signal.throwIfAborted();
+      await paintModel(doc, { seed, palette: subject.palette, texture, pbr, size: TEXTURE_SIDE[quality], metallic: subject.metallic, roughness: subject.roughness, views: pictures, parts });
+    }
+    if (input.compress === 'geometry') await doc.transform(meshopt({ encoder: MeshoptEncoder, level: 'medium' }));
+    return modelOutput(job, doc, { texture, pbr, texture_quality: quality });
+  },
+};
+
 /** Handlers of the mesh3d endpoints, keyed by task endpoint. */
 export const MESH_HANDLERS: Record<string, LocalHandler> = {
   'mesh3d.generate.text': generation,
   'mesh3d.generate.image': generation,
   'mesh3d.generate.multiview': generation,
+  ...Object.fromEntries(Object.entries(EDITS).map(([op, run]): [string, LocalHandler] => [`mesh3d.edit.${op}`, { run }])),
 };
