@@ -1,0 +1,113 @@
+/**
+ * A fake Hyper3D Rodin API (research/mesh3d-upstreams.md §2): Bearer key, POST /rodin as
+ * multipart (booleans as strings, repeated `images` parts), 201 with `uuid` and
+ * `jobs.subscription_key` (or an `error` inside the 201), POST /status with per-job
+ * Waiting/Generating/Done/Failed, POST /download listing the model and preview.webp.
+ */
+import { randomUUID } from 'node:crypto';
+import { RecordingServer, sampleGlb, samplePreview, type RecordedRequest, type Reply } from './tripo-upstream.ts';
+
+export const RODIN_KEY = 'rodin-test-key';
+
+export interface RodinPlan {
+  outcome: 'success' | 'failed' | 'no_credits' | 'stall';
+  /** Status polls answered Generating before the jobs are Done. */
+  runningPolls?: number;
+}
+
+/** A received multipart submit: text fields in order, and the uploaded images. */
+export interface RodinSubmit {
+  fields: [string, string][];
+  images: { name: string; type: string; size: number }[];
+}
+
+interface FakeTask {
+  uuid: string;
+  subscriptionKey: string;
+  plan: RodinPlan;
+  polls: number;
+  format: string;
+}
+
+const TIERS = new Set(['Sketch', 'Regular', 'Detail', 'Smooth', 'Gen-2', 'Gen-2.5-Extreme-Low', 'Gen-2.5-Low', 'Gen-2.5-Medium', 'Gen-2.5-High', 'Gen-2.5-Extreme-High']);
+
+export class FakeRodin {
+  readonly server: RecordingServer;
+  readonly submits: RodinSubmit[] = [];
+  readonly tasks = new Map<string, FakeTask>();
+  plans: RodinPlan[] = [{ outcome: 'success', runningPolls: 1 }];
+
+  private constructor() {
+    this.server = new RecordingServer((req) => this.route(req));
+  }
+
+  static async start(): Promise<FakeRodin> {
+    const fake = new FakeRodin();
+    await fake.server.listen();
+    return fake;
+  }
+
+  get baseUrl(): string {
+    return `${this.server.url}/api/v2`;
+  }
+
+  get requests(): RecordedRequest[] {
+    return this.server.requests;
+  }
+
+  finish(uuid: string): void {
+    const task = this.tasks.get(uuid);
+    if (task) task.plan = { outcome: 'success', runningPolls: 0 };
+  }
+
+  close(): Promise<void> {
+    return this.server.close();
+  }
+
+  private async route(req: RecordedRequest): Promise<Reply | Buffer> {
+    if (req.path.startsWith('/files/')) return req.path.endsWith('.webp') ? samplePreview('webp') : req.path.endsWith('.glb') ? sampleGlb(['rodin']) : Buffer.from(req.path);
+    if (req.headers.authorization !== `Bearer ${RODIN_KEY}`) return { status: 401, body: { error: 'UNAUTHORIZED', message: 'invalid api key' } };
+    if (req.method === 'POST' && req.path === '/api/v2/rodin') return this.submit(req);
+    if (req.method === 'POST' && req.path === '/api/v2/status') return this.status(req.json ?? {});
+    if (req.method === 'POST' && req.path === '/api/v2/download') return this.download(req.json ?? {});
+    return { status: 404, body: { error: 'NOT_FOUND' } };
+  }
+
+  private async submit(req: RecordedRequest): Promise<Reply> {
+    if (!String(req.headers['content-type']).startsWith('multipart/form-data')) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'multipart/form-data only' } };
+    const form = await new Request('http://fake/rodin', { method: 'POST', headers: { 'content-type': String(req.headers['content-type']) }, body: new Uint8Array(req.raw) }).formData();
+    const submit: RodinSubmit = { fields: [], images: [] };
+    for (const [name, value] of form.entries()) {
+      if (typeof value === 'string') submit.fields.push([name, value]);
+      else if (name === 'images') submit.images.push({ name: value.name, type: value.type, size: value.size });
+    }
+    this.submits.push(submit);
+    const field = (name: string) => submit.fields.find(([n]) => n === name)?.[1];
+    if (!field('prompt') && submit.images.length === 0) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'prompt or images required' } };
+    if (field('tier') && !TIERS.has(field('tier')!)) return { status: 400, body: { error: 'INVALID_REQUEST', message: `unknown tier ${field('tier')}` } };
+    if (field('mesh_mode') === 'Raw' && field('addons')) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'addons are not available in Raw mode' } };
+    if (submit.images.length > 5) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'at most 5 images' } };
+    const plan = this.plans.length > 1 ? this.plans.shift()! : this.plans[0]!;
+    if (plan.outcome === 'no_credits') return { status: 201, body: { error: 'NO_ENOUGH_CREDITS', message: 'Insufficient credits to submit the job.' } };
+    const uuid = randomUUID();
+    const subscriptionKey = `sub-${randomUUID()}`;
+    this.tasks.set(uuid, { uuid, subscriptionKey, plan, polls: 0, format: field('geometry_file_format') ?? 'glb' });
+    return { status: 201, body: { error: null, message: 'Submitted.', uuid, jobs: { uuids: [randomUUID(), randomUUID()], subscription_key: subscriptionKey }, submit_time: new Date().toISOString() } };
+  }
+
+  private status(body: { subscription_key?: string }): Reply {
+    const task = [...this.tasks.values()].find((t) => t.subscriptionKey === body.subscription_key);
+    if (!task) return { status: 404, body: { error: 'NOT_FOUND', message: 'unknown subscription key' } };
+    task.polls++;
+    const running = task.plan.outcome === 'stall' || task.polls <= (task.plan.runningPolls ?? 0);
+    const statuses = running ? ['Done', 'Generating'] : task.plan.outcome === 'failed' ? ['Done', 'Failed'] : ['Done', 'Done'];
+    return { status: 200, body: { error: null, jobs: statuses.map((status) => ({ uuid: randomUUID(), status })) } };
+  }
+
+  private download(body: { task_uuid?: string }): Reply {
+    const task = this.tasks.get(String(body.task_uuid));
+    if (!task) return { status: 404, body: { error: 'NOT_FOUND', message: 'unknown task' } };
+    const url = (name: string) => `${this.server.url}/files/${task.uuid}/${name}`;
+    return { status: 200, body: { error: null, list: [{ url: url('preview.webp'), name: 'preview.webp' }, { url: url(`base_basic_pbr.${task.format}`), name: `base_basic_pbr.${task.format}` }] } };
+  }
+}
