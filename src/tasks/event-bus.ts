@@ -20,6 +20,8 @@ export interface BusTopics {
   'task.cancel': { taskId: string };
   /** A user's answer to an agent's request for approval. */
   'agent.approval': { taskId: string; userId: string; approved: boolean };
+  /** POST /v1/responses/cancel: whoever holds that user's agent stream stops it. */
+  'agent.cancel': { requestId: string; ownerId: string };
   /** An API token was deleted: every instance forgets its cached lookup at once. */
   'token.revoked': { tokenId: string };
 }
