@@ -1,0 +1,196 @@
+/**
+ * Tencent Hunyuan 3D (family A) on Tencent Cloud: gateway 3D requests → the action and JSON
+ * payload of a job submit (Pro 3.0/3.1, Rapid 2.5, face reduction, texturing), and the job query
+ * replies → generated files. Pure functions.
+ */
+import { guessMimeType } from '../../files/file-service.ts';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import type { UpstreamPoll } from '../upstream-task-engine.ts';
+
+type Json = Record<string, unknown>;
+
+/** Submit and query actions of a job kind. */
+export interface JobKind {
+  submit: string;
+  query: string;
+}
+
+const PRO: JobKind = { submit: 'SubmitHunyuanTo3DProJob', query: 'QueryHunyuanTo3DProJob' };
+const RAPID: JobKind = { submit: 'SubmitHunyuanTo3DRapidJob', query: 'QueryHunyuanTo3DRapidJob' };
+const REDUCE_FACE: JobKind = { submit: 'SubmitReduceFaceJob', query: 'DescribeReduceFaceJob' };
+const TEXTURE: JobKind = { submit: 'SubmitTextureTo3DJob', query: 'DescribeTextureTo3DJob' };
+
+const GENERATION = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview']);
+/** Edits Tencent Cloud runs on a model file given by URL. */
+const EDITS: Record<string, JobKind> = { 'mesh3d.edit.smart_lowpoly': REDUCE_FACE, 'mesh3d.edit.texture': TEXTURE };
+
+/** The Rapid job's prompt limit (the Pro job takes the gateway's 1024). */
+const RAPID_PROMPT_MAX = 200;
+
+/** Pro or Rapid and the Pro version, from `hunyuan3d-pro-<v>` / `hunyuan3d-rapid-<v>` (CONTRACT §11). */
+function generationModel(name: string): { kind: JobKind; version?: string } {
+  const pro = /^hunyuan3d-pro-(\d+\.\d+)$/i.exec(name);
+  if (pro) return { kind: PRO, version: pro[1]! };
+  if (/^hunyuan3d-rapid-\d+\.\d+$/i.test(name)) return { kind: RAPID };
+  throw new TaskRejectedError(`Hunyuan has no model ${name} (expected hunyuan3d-pro-<version> or hunyuan3d-rapid-<version>)`);
+}
+
+/** The job kind of a task; refuses what Tencent Cloud cannot run. */
+export function jobKindOf(job: GenerationJob): JobKind {
+  const edit = EDITS[job.endpoint];
+  if (edit) return edit;
+  if (!GENERATION.has(job.endpoint)) throw new TaskRejectedError(`Hunyuan does not run ${job.endpoint} tasks`);
+  const { kind } = generationModel(job.model.defaultRealModelName);
+  if (kind === RAPID) {
+    if (job.endpoint === 'mesh3d.generate.multiview') throw new TaskRejectedError('the Hunyuan Rapid job takes no multiview input');
+    const prompt = job.input.prompt;
+    if (typeof prompt === 'string' && [...prompt].length > RAPID_PROMPT_MAX) throw new TaskRejectedError(`the Hunyuan Rapid job takes prompts of at most ${RAPID_PROMPT_MAX} characters`);
+  }
+  return kind;
+}
+
+const refOf = (value: unknown): string | undefined => {
+  const url = (value as { url?: unknown } | undefined)?.url;
+  return typeof url === 'string' ? url : undefined;
+};
+
+function viewsOf(input: Json): { view_type: string; ref: string }[] {
+  const views = Array.isArray(input.view_images) ? (input.view_images as { view_type?: unknown; file?: unknown }[]) : [];
+  return views.flatMap((v) => {
+    const ref = refOf(v.file);
+    return typeof v.view_type === 'string' && ref ? [{ view_type: v.view_type, ref }] : [];
+  });
+}
+
+/** Image references the payload needs as URLs Tencent Cloud can fetch. */
+export function imageRefs(job: GenerationJob): string[] {
+  const input = job.input;
+  const prompt = (input.texture_prompt ?? {}) as Json;
+  return [refOf(input.file), ...viewsOf(input).map((v) => v.ref), refOf(prompt.image)].filter((r): r is string => r !== undefined);
+}
+
+/** Face reduction levels; a number goes as the nearest level (Tencent Cloud takes levels only). */
+function faceLevel(value: unknown): string | undefined {
+  if (typeof value === 'string') return ['high', 'medium', 'low'].includes(value) ? value : undefined;
+  if (typeof value !== 'number') return undefined;
+  return value >= 20_000 ? 'high' : value >= 5_000 ? 'medium' : 'low';
+}
+
+const polygonType = (topology: unknown) => (topology === 'quad' ? 'quadrilateral' : 'triangle');
+
+/** Fields each kind of task reads; others set are dropped with a warning. */
+const READ = new Set([
+  'prompt', 'file', 'view_images', 'enable_texture', 'enable_pbr', 'face_limit', 'smart_low_poly', 'topology',
+  'history_id', 'source', 'quad', 'texture', 'pbr', 'texture_prompt',
+]);
+
+export interface SubmitPayload {
+  payload: Json;
+  dropped: string[];
+}
+
+/**
+ * The submit payload. `urls` maps image references to fetchable URLs; `model` is the source
+ * model of an edit as `{Type, Url}`.
+ */
+export function submitPayload(job: GenerationJob, urls: ReadonlyMap<string, string>, model?: { Type: string; Url: string }): SubmitPayload {
+  const input = job.input;
+  const url = (ref: string | undefined) => (ref ? (urls.get(ref) ?? ref) : undefined);
+  const payload: Json = {};
+  const set = (key: string, value: unknown) => {
+    if (value !== undefined && value !== null) payload[key] = value;
+  };
+  const kind = jobKindOf(job);
+  if (kind === REDUCE_FACE) {
+    set('File3D', model);
+    set('PolygonType', polygonType(input.topology));
+    set('FaceLevel', faceLevel(input.face_limit));
+  } else if (kind === TEXTURE) {
+    const prompt = (input.texture_prompt ?? {}) as Json;
+    set('File3D', model);
+    set('Prompt', prompt.text);
+    const image = url(refOf(prompt.image));
+    if (image) set('Image', { Url: image });
+    set('EnablePBR', input.pbr);
+  } else {
+    const { version } = generationModel(job.model.defaultRealModelName);
+    set('Model', version);
+    set('Prompt', input.prompt);
+    const views = viewsOf(input);
+    set('ImageUrl', url(refOf(input.file) ?? views.find((v) => v.view_type === 'front')?.ref));
+    const others = views.filter((v) => v.view_type !== 'front');
+    if (others.length > 0) set('MultiViewImages', others.map((v) => ({ ViewType: v.view_type, ViewImageUrl: url(v.ref) })));
+    const textured = input.enable_texture !== false;
+    if (kind === RAPID) {
+      if (!textured) set('EnableGeometry', true);
+      else set('EnablePBR', input.enable_pbr);
+    } else {
+      set('FaceCount', input.face_limit);
+      if (input.smart_low_poly === true) {
+        set('GenerateType', 'LowPoly');
+        set('PolygonType', polygonType(input.topology));
+      } else if (!textured) {
+        set('GenerateType', 'Geometry');
+      }
+      if (textured) set('EnablePBR', input.enable_pbr);
+    }
+  }
+  return { payload, dropped: Object.keys(input).filter((k) => input[k] !== undefined && !READ.has(k)) };
+}
+
+/** Source model formats the edit jobs take. */
+export function file3dType(file: { data: Buffer; fileName: string; mimeType: string }): string {
+  if (file.data.subarray(0, 4).toString('latin1') === 'glTF' || /\.glb$/i.test(file.fileName) || file.mimeType === 'model/gltf-binary') return 'GLB';
+  if (/\.obj$/i.test(file.fileName) || file.mimeType === 'model/obj') return 'OBJ';
+  throw new TaskFailedError(`Hunyuan edits GLB or OBJ models; the source model is ${file.mimeType || file.fileName}`);
+}
+
+// ---- replies ----
+
+/** `Response` of a Tencent Cloud reply, or its `Error` (code and message). */
+export function responseOf(body: unknown, action: string): { response: Json } | { code: string; message: string } {
+  const response = (body as { Response?: unknown } | null)?.Response;
+  if (!response || typeof response !== 'object') throw new TaskFailedError(`Hunyuan answered ${action} without Response`, JSON.stringify(body)?.slice(0, 2000));
+  const error = (response as { Error?: { Code?: unknown; Message?: unknown } }).Error;
+  if (error) return { code: String(error.Code), message: String(error.Message ?? error.Code) };
+  return { response: response as Json };
+}
+
+export function submittedJobId(response: Json, action: string): string {
+  if (typeof response.JobId !== 'string' || response.JobId === '') throw new TaskFailedError(`Hunyuan answered ${action} without JobId`, JSON.stringify(response).slice(0, 2000));
+  return response.JobId;
+}
+
+export interface ResultLink {
+  role?: string;
+  type: '3d' | 'image';
+  url: string;
+  /** Tencent Cloud's Type of the file (GLB, OBJ, …). */
+  format?: string;
+}
+
+/** The engine's view of a job query; on DONE the result links (the preferred model first). */
+export function jobState(response: Json): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'done'; links: ResultLink[] } {
+  const status = String(response.Status);
+  if (status === 'WAIT' || status === 'RUN') return { state: 'running', message: status };
+  if (status === 'FAIL') {
+    const code = response.ErrorCode ? ` (${String(response.ErrorCode)})` : '';
+    return { state: 'failed', message: `Hunyuan job failed${code}`, original: typeof response.ErrorMessage === 'string' && response.ErrorMessage ? response.ErrorMessage : `job status ${status}` };
+  }
+  if (status !== 'DONE') throw new TaskFailedError(`Hunyuan job in an unknown status ${status}`);
+  const results = (Array.isArray(response.ResultFile3Ds) ? response.ResultFile3Ds : []) as { Type?: unknown; Url?: unknown; PreviewImageUrl?: unknown }[];
+  const models = results.filter((r) => typeof r.Url === 'string' && r.Url);
+  if (models.length === 0) throw new TaskFailedError('Hunyuan job finished without a result file', JSON.stringify(response).slice(0, 2000));
+  const main = models.find((r) => String(r.Type).toUpperCase() === 'GLB') ?? models[0]!;
+  const links: ResultLink[] = [main, ...models.filter((r) => r !== main)].map((r, i) => ({ ...(i === 0 ? { role: 'model' } : {}), type: '3d', url: String(r.Url), format: String(r.Type ?? '') }));
+  const preview = results.find((r) => typeof r.PreviewImageUrl === 'string' && r.PreviewImageUrl)?.PreviewImageUrl;
+  if (typeof preview === 'string') links.push({ role: 'preview', type: 'image', url: preview });
+  return { state: 'done', links };
+}
+
+/** A downloaded result named after its role (or its place), with the URL's extension, else its Type's. */
+export function resultFile(link: ResultLink, data: Buffer, index: number): GeneratedFile {
+  const ext = /\.([a-z0-9]+)$/i.exec(new URL(link.url).pathname)?.[1]?.toLowerCase() ?? link.format?.toLowerCase() ?? (link.type === 'image' ? 'png' : 'bin');
+  const fileName = `${link.role ?? `file-${index}`}.${ext}`;
+  return { type: link.type, ...(link.role ? { role: link.role } : {}), data, fileName, mimeType: guessMimeType(fileName, data) };
+}

@@ -1,0 +1,130 @@
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { loadCatalog } from '../src/catalog/catalog.ts';
+import { hunyuanAdapter } from '../src/providers/hunyuan/adapter.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
+import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/hunyuan-upstream.ts';
+import { sampleGlb } from './fakes/tripo-upstream.ts';
+import { runContext } from './support/run-context.ts';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const catalog = loadCatalog({ config: {} });
+const IMG = 'https://images.example/';
+
+function engineFor(fake: FakeHunyuan, apiKey = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`): GenerationEngine {
+  return hunyuanAdapter({
+    provider: 'hunyuan',
+    settings: {},
+    baseURL: fake.server.url,
+    apiKey,
+    client: { provider: 'hunyuan', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
+    pollIntervalMs: 5,
+    maxWaitMs: 10_000,
+    fetch,
+    logger: pino({ level: 'silent' }),
+  });
+}
+
+let seq = 0;
+function job(alias: string, endpoint: string, input: Record<string, unknown>, defaultRealModelName?: string): GenerationJob {
+  const model = catalog.find(alias);
+  assert.ok(model, alias);
+  return { taskId: `task-${++seq}`, ownerId: 'u1', endpoint, model: defaultRealModelName ? { ...model, defaultRealModelName } : model, input, attempt: 1 };
+}
+
+async function run(engine: GenerationEngine, j: GenerationJob, ctx = runContext()) {
+  await engine.check?.(j);
+  return engine.run(j, ctx);
+}
+
+describe('Hunyuan adapter: signed actions and results', () => {
+  let fake: FakeHunyuan;
+  let engine: GenerationEngine;
+  before(async () => {
+    fake = await FakeHunyuan.start();
+    engine = engineFor(fake);
+  });
+  after(() => fake.close());
+
+  it('Pro 3.1 text: a TC3-signed SubmitHunyuanTo3DProJob with the version, then the query and files by role', async () => {
+    const ctx = runContext();
+    const out = await run(engine, job('hunyuan3d-pro-3.1', 'mesh3d.generate.text', { prompt: 'a jade dragon', enable_texture: true, enable_pbr: true, face_limit: 300000 }), ctx);
+    const submit = fake.requests[0]!;
+    assert.equal(submit.method, 'POST');
+    assert.equal(submit.path, '/');
+    assert.equal(submit.headers['x-tc-action'], 'SubmitHunyuanTo3DProJob');
+    assert.equal(submit.headers['x-tc-version'], '2025-05-13');
+    assert.equal(submit.headers['x-tc-region'], 'ap-guangzhou');
+    assert.match(String(submit.headers.authorization), new RegExp(`^TC3-HMAC-SHA256 Credential=${HUNYUAN_SECRET_ID}/\\d{4}-\\d{2}-\\d{2}/ai3d/tc3_request, SignedHeaders=content-type;host;x-tc-action, Signature=[0-9a-f]{64}$`));
+    assert.deepEqual(submit.json, { Model: '3.1', Prompt: 'a jade dragon', FaceCount: 300000, EnablePBR: true });
+    const jobId = [...fake.jobs.keys()][0]!;
+    assert.deepEqual(ctx.remembered, [{ upstream: { provider: 'hunyuan', task_id: jobId, query_action: 'QueryHunyuanTo3DProJob' } }]);
+    const query = fake.requests.find((r) => r.headers['x-tc-action'] === 'QueryHunyuanTo3DProJob')!;
+    assert.deepEqual(query.json, { JobId: jobId });
+    assert.deepEqual(out.files.map((f) => [f.role, f.type, f.fileName, f.mimeType]), [['model', '3d', 'model.glb', 'model/gltf-binary'], ['preview', 'image', 'preview.png', 'image/png']]);
+    assert.equal(out.files[0]!.data.subarray(0, 4).toString('latin1'), 'glTF');
+    // The fake checks every signature: a wrong secret is refused with Tencent's own words.
+    await assert.rejects(run(engineFor(fake, `${HUNYUAN_SECRET_ID}:wrong`), job('hunyuan3d-pro-3.1', 'mesh3d.generate.text', { prompt: 'x' })), (err: unknown) => {
+      assert.ok(err instanceof TaskFailedError);
+      assert.equal(err.message, 'Hunyuan refused SubmitHunyuanTo3DProJob (AuthFailure.SignatureFailure)');
+      assert.equal(err.originalMessage, 'The provided credentials could not be validated.');
+      return true;
+    });
+  });
+
+  it('Pro 3.0: image and other views, low-poly with its polygon type, geometry only', async () => {
+    await run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.generate.multiview', {
+      view_images: [{ view_type: 'front', file: { url: `${IMG}f.png` } }, { view_type: 'left', file: { url: `${IMG}l.png` } }, { view_type: 'back', file: { url: `${IMG}b.png` } }],
+      smart_low_poly: true, topology: 'quad', enable_texture: true,
+    }));
+    assert.deepEqual(fake.submits.at(-1), {
+      action: 'SubmitHunyuanTo3DProJob',
+      payload: { Model: '3.0', ImageUrl: `${IMG}f.png`, MultiViewImages: [{ ViewType: 'left', ViewImageUrl: `${IMG}l.png` }, { ViewType: 'back', ViewImageUrl: `${IMG}b.png` }], GenerateType: 'LowPoly', PolygonType: 'quadrilateral' },
+    });
+    await run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.generate.image', { file: { url: `${IMG}cat.png` }, enable_texture: false, enable_pbr: false, face_limit: 50000 }));
+    assert.deepEqual(fake.submits.at(-1)!.payload, { Model: '3.0', ImageUrl: `${IMG}cat.png`, FaceCount: 50000, GenerateType: 'Geometry' });
+  });
+
+  it('Rapid 2.5: its own action, white model as EnableGeometry, prompt limit refused before sending', async () => {
+    await run(engine, job('hunyuan3d-rapid-2.5', 'mesh3d.generate.text', { prompt: 'a lamp', enable_texture: false, enable_pbr: false }));
+    assert.deepEqual(fake.submits.at(-1), { action: 'SubmitHunyuanTo3DRapidJob', payload: { Prompt: 'a lamp', EnableGeometry: true } });
+    const hash = 'blake3:' + 'd'.repeat(64);
+    await run(engine, job('hunyuan3d-rapid-2.5', 'mesh3d.generate.image', { file: { url: hash }, enable_pbr: true }), runContext({ inputs: { [hash]: { data: Buffer.from('x'), mimeType: 'image/png', fileName: 'lamp.png' } } }));
+    assert.deepEqual(fake.submits.at(-1)!.payload, { ImageUrl: 'http://127.0.0.1/files/published/lamp.png', EnablePBR: true });
+    assert.throws(() => engine.check!(job('hunyuan3d-rapid-2.5', 'mesh3d.generate.text', { prompt: 'x'.repeat(201) })), /at most 200 characters/);
+  });
+
+  it('a busy answer is sent again after a backoff; a failed job fails the task with Tencent\'s message', async () => {
+    fake.busy = ['RequestLimitExceeded.JobNumExceed'];
+    const before = fake.submits.length;
+    await run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'again' }));
+    assert.equal(fake.submits.length - before, 2, 'the refused submit was sent again');
+    fake.plans = [{ outcome: 'failed', errorCode: 'FailedOperation.ContentAudit', errorMessage: 'The input did not pass the content review.' }, { outcome: 'success', runningPolls: 1 }];
+    await assert.rejects(run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'no' })), (err: unknown) => {
+      assert.ok(err instanceof TaskFailedError);
+      assert.equal(err.message, 'Hunyuan job failed (FailedOperation.ContentAudit)');
+      assert.equal(err.originalMessage, 'The input did not pass the content review.');
+      return true;
+    });
+  });
+
+  it('smart low-poly and texture edits hand over the source model by URL', async () => {
+    const ref = 'blake3:' + 'e'.repeat(64);
+    const inputs = { [ref]: { data: await sampleGlb(), mimeType: 'model/gltf-binary', fileName: 'source.glb' } };
+    const source = { history_id: 'hist_1', operation: 'text', model: ref, upstream: { upstream: { provider: 'hunyuan', task_id: '123' } } };
+    await run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.edit.smart_lowpoly', { history_id: 'h', topology: 'triangle', quad: false, face_limit: 'medium', bake: true, source }), runContext({ inputs }));
+    assert.deepEqual(fake.submits.at(-1), { action: 'SubmitReduceFaceJob', payload: { File3D: { Type: 'GLB', Url: 'http://127.0.0.1/files/published/source.glb' }, PolygonType: 'triangle', FaceLevel: 'medium' } });
+    await run(engine, job('hunyuan3d-pro-3.0', 'mesh3d.edit.texture', { history_id: 'h', texture: true, pbr: true, texture_quality: 'standard', bake: true, texture_prompt: { text: 'rusty metal' }, source }), runContext({ inputs }));
+    assert.deepEqual(fake.submits.at(-1), { action: 'SubmitTextureTo3DJob', payload: { File3D: { Type: 'GLB', Url: 'http://127.0.0.1/files/published/source.glb' }, Prompt: 'rusty metal', EnablePBR: true } });
+    assert.ok(fake.requests.some((r) => r.headers['x-tc-action'] === 'DescribeTextureTo3DJob'));
+  });
+
+  it('refuses what it cannot run, and a key without SecretId:SecretKey', () => {
+    assert.throws(() => engine.check!(job('hunyuan3d-pro-3.0', 'mesh3d.edit.rig', {})), TaskRejectedError);
+    assert.throws(() => engine.check!(job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'x' }, 'hunyuan3d-max-9')), /no model hunyuan3d-max-9/);
+    assert.throws(() => engineFor(fake, 'only-one-part').check!(job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'x' })), /SecretId:SecretKey/);
+  });
+});
