@@ -6,7 +6,7 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { TaskFailedError, type GenerationEngine, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
+import { TaskFailedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../src/providers/spec.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
@@ -14,13 +14,14 @@ import { eventually } from './support/wait.ts';
 type Json = any;
 
 /**
- * Stands in for the mesh engine: a model file per task (content unique to the task), parts for
- * segmentation, the requested rig for rig, no model file for the riggability check, and a
- * failure for the prompt `fail`.
+ * Stands in for the mesh engine: an upstream task id saved for every task, a model file per task
+ * (content unique to the task), parts for segmentation, the requested rig for rig, no model file
+ * for the riggability check, and a failure for the prompt `fail`.
  */
 const scriptedEngine: GenerationEngine = {
   cancellable: true,
-  async run(job: GenerationJob): Promise<GenerationOutput> {
+  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
+    await ctx.remember({ upstream: { provider: 'scripted', task_id: `up-${job.taskId}` } });
     if (job.input.prompt === 'fail') throw new TaskFailedError('scripted failure');
     const op = job.endpoint.split('.').pop();
     if (op === 'check_riggable') return { files: [], extra: { riggable: true, rig_type: 'biped' } };
@@ -412,7 +413,15 @@ const EDIT_RULES: Rule[] = [
     error: [400, 'history_source_unsupported', 'history_id'],
     input: (i) => assert.equal(i.source.operation, 'text'),
   },
-  { rule: 'refine draft task id is the history\'s', path: E('refine'), ok: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.turboTask }), bad: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.genTask }), error: [400, 'invalid_parameter', 'draft_model_task_id'] },
+  {
+    rule: 'refine draft task id is the history\'s upstream task',
+    path: E('refine'),
+    ok: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: `up-${s.turboTask}` }),
+    bad: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: `up-${s.genTask}` }),
+    error: [400, 'invalid_parameter', 'draft_model_task_id'],
+    input: (i, s) => assert.deepEqual(i.source.upstream, { upstream: { provider: 'scripted', task_id: `up-${s.turboTask}` } }),
+  },
+  { rule: 'refine draft task id may be the gateway task', path: E('refine'), ok: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.turboTask }), bad: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.genTask }), error: [400, 'invalid_parameter', 'draft_model_task_id'] },
   { rule: 'block_size with blockgame only', path: E('stylize'), ok: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame', block_size: 32 }), bad: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'voxel', block_size: 32 }), error: [400, 'unsupported_parameter', 'block_size'] },
   { rule: 'block_size 32 to 128', path: E('stylize'), ok: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame' }), bad: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame', block_size: 129 }), error: [400, 'invalid_parameter', 'block_size'], input: (i) => assert.equal(i.block_size, 80) },
   { rule: 'stylize sources', path: E('stylize'), ok: (s) => ({ history_id: s.rigA, model: 'tripo-v3.1', style: 'voronoi' }), bad: (s) => ({ history_id: s.seg, model: 'tripo-v3.1', style: 'voronoi' }), error: [400, 'history_source_unsupported', 'history_id'] },

@@ -207,11 +207,18 @@ function retargetAnimation(input: Input, { operation }: OperationContext): void 
   delete input.animation;
 }
 
+/** Every text value in a saved upstream reference (ids may sit a level or two down). */
+function textsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return value && typeof value === 'object' ? Object.values(value).flatMap(textsOf) : [];
+}
+
 function refine(input: Input, { source }: OperationContext): void {
   const given = input.draft_model_task_id as string | undefined;
   if (given === undefined) return;
-  const known = [source.taskId, ...Object.values(source.upstream ?? {}).filter((v) => typeof v === 'string')];
-  if (!known.includes(given)) throw new ApiError('invalid_parameter', 'draft_model_task_id must be the draft task of history_id', 'draft_model_task_id');
+  if (given !== source.taskId && !textsOf(source.upstream).includes(given)) {
+    throw new ApiError('invalid_parameter', 'draft_model_task_id must be the draft task of history_id', 'draft_model_task_id');
+  }
 }
 
 /** Operation-specific checks and normalization; a convert of a convert answers the source it really works on. */
