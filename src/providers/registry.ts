@@ -5,6 +5,7 @@ import { LocalEngine } from './local/local-engine.ts';
 import { minimaxAdapter } from './minimax/adapter.ts';
 import { sunoAdapter } from './suno/adapter.ts';
 import { volcengineAdapter } from './volcengine/adapter.ts';
+import { volcHumanAdapter } from './volc-human/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
@@ -41,6 +42,7 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   suno: sunoAdapter,
   minimax: minimaxAdapter,
   volcengine: volcengineAdapter,
+  'volc-human': volcHumanAdapter,
 };
 
 function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {

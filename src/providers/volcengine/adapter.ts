@@ -1,8 +1,8 @@
 import { SettingsError } from '../../config/settings.ts';
-import { FfmpegError, probe } from '../local/ffmpeg.ts';
+import { readVideoInput } from '../local/video/media-input.ts';
 import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
 import type { AdapterContext, AdapterFactory } from '../registry.ts';
-import { TaskFailedError, TaskRejectedError } from '../spec.ts';
+import { TaskRejectedError } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { checkVideoRequest, createTaskBody, createdTaskId, mediaRefs, taskState, videoOutput, type ParameterStyle } from './mapping.ts';
@@ -56,15 +56,8 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
       const state = taskState(replyJson(res, ctx.provider, 'the video task query'));
       if (state.state !== 'succeeded') return state;
       const video = await downloadFile(storage, state.videoUrl, run.signal);
-      let media;
-      try {
-        media = await probe(video.data, { signal: run.signal });
-      } catch (err) {
-        if (err instanceof FfmpegError) throw new TaskFailedError('the video the upstream delivered is not readable', err.message);
-        throw err;
-      }
-      if (!media.video) throw new TaskFailedError('the file the upstream delivered has no video stream', media.format);
-      return { state: 'succeeded', output: videoOutput(video.data, media.video, media.audio !== undefined, state, ref.id) };
+      const media = await readVideoInput(video.data, 'the upstream video', run.signal);
+      return { state: 'succeeded', output: videoOutput(video.data, media, media.hasAudio, state, ref.id) };
     },
   }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
 };
