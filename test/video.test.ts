@@ -5,7 +5,7 @@ import sharp from 'sharp';
 import type { GenerationEngine } from '../src/providers/spec.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
-import { audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream } from './support/media.ts';
+import { audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream, wav } from './support/media.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -154,6 +154,34 @@ describe('video generation on the local engine', () => {
     assert.deepEqual([videoStream(probed)!.width, videoStream(probed)!.height], [640, 480]);
     assert.equal(audioStream(probed)?.codec_name, 'aac');
     assertNear(Number(probed.format.duration), 2, 0.1, 'duration (the 1 s source loops)');
+  });
+
+  it('reference pictures tint the scene, and a given sound becomes the track', async () => {
+    const request = { model: 'seedance-1.0-pro', content: [TEXT], resolution: '480p', aspect_ratio: '16:9', duration: 1, framespersecond: 12 };
+    const distanceToBlue = async (body: Json) => {
+      const colours = await frameColours(await download(body.output[0]));
+      return colours.reduce((sum, [r, g, b]) => sum + Math.hypot(r, g, b - 255), 0) / colours.length;
+    };
+    const plain: Json = await (await generate(srv, token, request)).json();
+    const blue = await solidPng(64, 64, [0, 0, 255]);
+    const tinted: Json = await (await generate(srv, token, {
+      ...request,
+      content: [TEXT, { type: 'image_url', image_url: { url: dataUri(blue) }, role: 'reference' }, { type: 'audio_url', audio_url: { url: await upload(srv, token, wav(0.4), 'beat.wav', 'audio/wav') } }],
+      audio: true,
+    })).json();
+    assert.equal(tinted.status, 'success', JSON.stringify(tinted));
+    assert.ok((await distanceToBlue(tinted)) < (await distanceToBlue(plain)) - 20, 'the blue reference pulls the colours towards blue');
+    const probed = await ffprobe(await download(tinted.output[0]));
+    assert.equal(audioStream(probed)?.codec_name, 'aac');
+    assertNear(Number(probed.format.duration), 1, 0.1, 'the 0.4 s sound loops to the video length');
+  });
+
+  it('refuses a render too large for the offline engine before it starts', async () => {
+    const res = await generate(srv, token, { model: 'seedance-1.0-pro', content: [TEXT], resolution: '2160p', duration: 60 });
+    const body: Json = await res.json();
+    assert.equal(res.status, 422, JSON.stringify(body));
+    assert.equal(body.error.code, 'task_rejected');
+    assert.match(body.error.message, /at most 3.2 billion pixels/);
   });
 
   it('fails the task when a picture is not an image', async () => {

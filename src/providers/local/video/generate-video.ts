@@ -3,7 +3,7 @@ import sharp from 'sharp';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile, type RunContext } from '../../spec.ts';
 import { runFfmpeg } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';
-import { readVideoInput } from './media-input.ts';
+import { readAudioDuration, readVideoInput } from './media-input.ts';
 import { AAC_ARGS, H264_MP4_ARGS, MP4_MIME_TYPE, even } from './mp4-encoding.ts';
 import { videoFrameSize } from './video-frame-size.ts';
 
@@ -43,12 +43,15 @@ const PAN_MARGIN = 1.25;
 const MAX_RENDERED_PIXELS = 3.2e9;
 const AUDIO_RATE = 44_100;
 
+/** A picture of the request with its upright size. */
+type Picture = InputFile & { width: number; height: number };
+
 /** The media the content items point at, read and checked. */
 interface VideoInputs {
-  first?: InputFile;
-  last?: InputFile;
+  first?: Picture;
+  last?: Picture;
   /** Reference pictures: they tint the drawn scene. */
-  references: InputFile[];
+  references: Picture[];
   /** A video to edit: it replaces the drawn background. */
   base?: { data: Buffer; keepSound: boolean; hasAudio: boolean };
   /** A sound track to use when audio is asked for. */
@@ -71,7 +74,7 @@ function settingsOf(input: Record<string, unknown>) {
   };
 }
 
-async function readPicture(ctx: RunContext, ref: string, param: string): Promise<InputFile & { width: number; height: number }> {
+async function readPicture(ctx: RunContext, ref: string, param: string): Promise<Picture> {
   const file = await ctx.readInput(ref);
   try {
     const meta = await sharp(file.data).metadata();
@@ -85,18 +88,16 @@ async function readPicture(ctx: RunContext, ref: string, param: string): Promise
  * Reads every picture, video and sound the content points at. As in Seedance, a lone image
  * without a role is the first frame; further role-less images are references.
  */
-async function readInputs(content: ContentItem[], ctx: RunContext): Promise<VideoInputs & { firstSize?: { width: number; height: number } }> {
-  const inputs: VideoInputs & { firstSize?: { width: number; height: number } } = { references: [] };
+async function readInputs(content: ContentItem[], ctx: RunContext): Promise<VideoInputs> {
+  const inputs: VideoInputs = { references: [] };
   const explicitFirst = content.some((c) => c.role === 'first_frame');
   for (const [i, item] of content.entries()) {
     const at = `content[${i}]`;
     if (item.image_url) {
       const picture = await readPicture(ctx, item.image_url.url, `${at}.image_url`);
       const isFirst = item.role === 'first_frame' || (item.role === undefined && !explicitFirst && !inputs.first);
-      if (isFirst) {
-        inputs.first = picture;
-        inputs.firstSize = { width: picture.width, height: picture.height };
-      } else if (item.role === 'last_frame') inputs.last = picture;
+      if (isFirst) inputs.first = picture;
+      else if (item.role === 'last_frame') inputs.last = picture;
       else inputs.references.push(picture);
     } else if (item.element?.inline_element) {
       inputs.references.push(await readPicture(ctx, item.element.inline_element.frontal_image_url, `${at}.element.inline_element.frontal_image_url`));
@@ -105,7 +106,9 @@ async function readInputs(content: ContentItem[], ctx: RunContext): Promise<Vide
       const video = await readVideoInput(data, `${at}.video_url`, ctx.signal);
       inputs.base = { data, keepSound: item.video_url.keep_original_sound === 'yes', hasAudio: video.hasAudio };
     } else if (item.audio_url && !inputs.sound) {
-      inputs.sound = (await ctx.readInput(item.audio_url.url)).data;
+      const data = (await ctx.readInput(item.audio_url.url)).data;
+      await readAudioDuration(data, `${at}.audio_url`, ctx.signal);
+      inputs.sound = data;
     }
   }
   return inputs;
@@ -137,7 +140,7 @@ function sceneOf(job: GenerationJob, request: VideoRequest) {
   const baseHue = (digest[0]! / 255) * 360;
   const grid: Rgb[] = [];
   for (let i = 0; i < 9; i++) {
-    grid.push(hslToRgb((baseHue + (digest[1 + i]! / 255) * 120) % 360, 0.55 + (digest[10 + i]! / 255) * 0.3, 0.35 + (digest[19 + (i % 9)]! / 255) * 0.3));
+    grid.push(hslToRgb((baseHue + (digest[1 + i]! / 255) * 120) % 360, 0.55 + (digest[10 + i]! / 255) * 0.3, 0.35 + (digest[19 + i]! / 255) * 0.3));
   }
   return {
     grid,
@@ -148,15 +151,16 @@ function sceneOf(job: GenerationJob, request: VideoRequest) {
   };
 }
 
-/** The mean colour of each reference picture, so references tint the scene. */
+/** The mean colour of the reference pictures, so references tint the scene. */
 async function referenceTint(references: InputFile[]): Promise<Rgb | undefined> {
   if (references.length === 0) return undefined;
-  const colours: Rgb[] = [];
+  const sum: Rgb = [0, 0, 0];
   for (const picture of references) {
-    const { channels } = await sharp(picture.data).removeAlpha().stats();
-    colours.push([channels[0]!.mean, channels[1]!.mean, channels[2]!.mean].map(Math.round) as Rgb);
+    // Shrinking to one pixel averages the picture; flattening makes grey or transparent pictures RGB.
+    const pixel = await sharp(picture.data).flatten({ background: '#000000' }).toColourspace('srgb').resize(1, 1, { fit: 'fill' }).raw().toBuffer();
+    for (const c of [0, 1, 2]) sum[c] += pixel[c]! / references.length;
   }
-  return colours.reduce((sum, c) => [sum[0] + c[0] / colours.length, sum[1] + c[1] / colours.length, sum[2] + c[2] / colours.length], [0, 0, 0]).map(Math.round) as Rgb;
+  return sum.map(Math.round) as Rgb;
 }
 
 /** A smooth gradient through a 3x3 grid of colours, drawn larger than the frame for panning. */
@@ -205,6 +209,86 @@ class FilterGraph {
   }
 }
 
+/** The output's timing and size, shared by every part of the filter graph. */
+interface Frame {
+  width: number;
+  height: number;
+  fps: number;
+  frames: number;
+  duration: number;
+  /** Seconds of one cycle of the scene's motion. */
+  period: number;
+}
+
+/** Filters that turn one still picture into the video's frames at the output rate. */
+function stillFrames(frame: Frame): string {
+  return `loop=loop=${frame.frames - 1}:size=1:start=0,setpts=N/${frame.fps}/TB`;
+}
+
+/**
+ * The drawn scene, `[scene]`: the video to edit (looped to length) or the gradient, seen
+ * through the moving camera with its hue drifting, and a shape crossing it. Answers the input
+ * index of the video to edit, if any.
+ */
+async function addScene(graph: FilterGraph, frame: Frame, inputs: VideoInputs, request: VideoRequest, scene: ReturnType<typeof sceneOf>, grid: Rgb[]): Promise<number | undefined> {
+  const panWidth = even(frame.width * PAN_MARGIN);
+  const panHeight = even(frame.height * PAN_MARGIN);
+  let baseIndex: number | undefined;
+  if (inputs.base) {
+    baseIndex = graph.input('base', inputs.base.data, ['-stream_loop', '-1']);
+    graph.chain(`[${baseIndex}:v]scale=${panWidth}:${panHeight}:force_original_aspect_ratio=increase,crop=${panWidth}:${panHeight},setsar=1,fps=${frame.fps},trim=end_frame=${frame.frames},setpts=N/${frame.fps}/TB[backdrop]`);
+  } else {
+    const gradient = graph.input('gradient.png', await gradientPng(grid, panWidth, panHeight));
+    graph.chain(`[${gradient}:v]${stillFrames(frame)}[backdrop]`);
+  }
+  const camera = cameraPath(request, frame.duration);
+  const shapeSide = even(Math.min(frame.width, frame.height) / 4);
+  graph.chain(`[backdrop]crop=${frame.width}:${frame.height}:${camera.x}:${camera.y},hue=h=90*t/${frame.period}[backdrop1]`);
+  graph.chain(`color=c=${hex(scene.shape)}:s=${shapeSide}x${shapeSide}:r=${frame.fps}:d=${frame.duration}[shape]`);
+  graph.chain(`[backdrop1][shape]overlay=x=(W-w)*(0.5+0.45*sin(2*PI*t/${frame.period}+${scene.phase.toFixed(3)})):y=(H-h)*(0.5+0.4*cos(2*PI*t/${frame.period})):shortest=1[scene]`);
+  return baseIndex;
+}
+
+/**
+ * Starts on the first picture and ends on the last one, each fading (by its transparency) into
+ * the scene; with both, the scene shows between them. Answers the label of the result.
+ */
+async function addKeyFrames(graph: FilterGraph, frame: Frame, inputs: VideoInputs): Promise<string> {
+  let label = 'scene';
+  // The fades end on the last frame's time, so that frame shows the last picture exactly.
+  const lastFrameTime = (frame.frames - 1) / frame.fps;
+  const seconds = (n: number) => Math.max(n, 0.001).toFixed(4);
+  if (inputs.first) {
+    const first = graph.input('first.png', await framePng(inputs.first, frame.width, frame.height));
+    graph.chain(`[${first}:v]${stillFrames(frame)},format=rgba,fade=t=out:st=0:d=${seconds(lastFrameTime * (inputs.last ? 0.45 : 0.6))}:alpha=1[firstpicture]`);
+    graph.chain(`[${label}][firstpicture]overlay=shortest=1[withfirst]`);
+    label = 'withfirst';
+  }
+  if (inputs.last) {
+    const fadeStart = lastFrameTime * (inputs.first ? 0.55 : 0.4);
+    const last = graph.input('last.png', await framePng(inputs.last, frame.width, frame.height));
+    graph.chain(`[${last}:v]${stillFrames(frame)},format=rgba,fade=t=in:st=${fadeStart.toFixed(4)}:d=${seconds(lastFrameTime - fadeStart)}:alpha=1[lastpicture]`);
+    graph.chain(`[${label}][lastpicture]overlay=shortest=1[withlast]`);
+    label = 'withlast';
+  }
+  return label;
+}
+
+/** `[audio]`: the given sound, the edited video's own sound when kept, or a chord in the prompt's key over a little noise. */
+function addSoundTrack(graph: FilterGraph, frame: Frame, inputs: VideoInputs, baseIndex: number | undefined, toneHz: number): void {
+  const fitted = `aresample=${AUDIO_RATE},atrim=duration=${frame.duration},asetpts=PTS-STARTPTS[audio]`;
+  if (inputs.sound) {
+    const sound = graph.input('sound', inputs.sound, ['-stream_loop', '-1']);
+    graph.chain(`[${sound}:a]${fitted}`);
+  } else if (baseIndex !== undefined && inputs.base?.keepSound && inputs.base.hasAudio) {
+    graph.chain(`[${baseIndex}:a]${fitted}`);
+  } else {
+    const f = toneHz;
+    const chord = `0.12*sin(2*PI*${f}*t)+0.08*sin(2*PI*${f * 1.25}*t)+0.06*sin(2*PI*${f * 1.5}*t)*(0.5+0.5*sin(2*PI*t/${frame.period}))+0.02*(2*random(0)-1)`;
+    graph.chain(`aevalsrc=exprs=${chord}:s=${AUDIO_RATE}:d=${frame.duration},afade=t=in:d=0.1,afade=t=out:st=${Math.max(0, frame.duration - 0.2)}:d=0.2[audio]`);
+  }
+}
+
 /**
  * A video drawn from the request: a gradient scene in the prompt's colours (tinted by
  * reference pictures, or the video to edit) under a moving camera, with a shape crossing it;
@@ -213,76 +297,30 @@ class FilterGraph {
  */
 export const generateVideo: LocalHandler = {
   check(job: GenerationJob): void {
-    const { frames, resolution, aspectRatio } = settingsOf(job.input);
+    const { frames, resolution, aspectRatio, duration } = settingsOf(job.input);
     const { width, height } = videoFrameSize(resolution, aspectRatio);
     if (width * height * frames > MAX_RENDERED_PIXELS) {
-      throw new TaskRejectedError(`the local engine renders at most ${MAX_RENDERED_PIXELS / 1e9} billion pixels per video (${resolution} for ${job.input.duration} s is more); ask for a lower resolution, frame rate or duration`);
+      throw new TaskRejectedError(`the local engine renders at most ${MAX_RENDERED_PIXELS / 1e9} billion pixels per video (${resolution} for ${duration} s is more); ask for a lower resolution, frame rate or duration`);
     }
   },
 
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
     const { request, fps, duration, frames, resolution, aspectRatio } = settingsOf(job.input);
     const inputs = await readInputs(request.content, ctx);
-    const { width, height } = videoFrameSize(resolution, aspectRatio, inputs.firstSize);
+    const frame: Frame = { ...videoFrameSize(resolution, aspectRatio, inputs.first), fps, frames, duration, period: Math.max(duration, 2) };
+    const { width, height } = frame;
     const scene = sceneOf(job, request);
     const tint = await referenceTint(inputs.references);
-    const grid = tint ? scene.grid.map((c) => mix(c, tint, 0.5)) : scene.grid;
     const withAudio = request.audio === true;
-    // Each still picture becomes `frames` frames timed at the output rate.
-    const still = `loop=loop=${frames - 1}:size=1:start=0,setpts=N/${fps}/TB`;
-    const timing = `fps=${fps},trim=end_frame=${frames},setpts=N/${fps}/TB`;
 
     const graph = new FilterGraph();
-    const panWidth = even(width * PAN_MARGIN);
-    const panHeight = even(height * PAN_MARGIN);
-    let baseIndex: number | undefined;
-    if (inputs.base) {
-      const base = (baseIndex = graph.input('base', inputs.base.data, ['-stream_loop', '-1']));
-      graph.chain(`[${base}:v]scale=${panWidth}:${panHeight}:force_original_aspect_ratio=increase,crop=${panWidth}:${panHeight},setsar=1,${timing}[backdrop]`);
-    } else {
-      const gradient = graph.input('gradient.png', await gradientPng(grid, panWidth, panHeight));
-      graph.chain(`[${gradient}:v]${still}[backdrop]`);
-    }
-    const camera = cameraPath(request, duration);
-    const period = Math.max(duration, 2);
-    const shapeSide = even(Math.min(width, height) / 4);
-    graph.chain(`[backdrop]crop=${width}:${height}:${camera.x}:${camera.y},hue=h=90*t/${period}[scene0]`);
-    graph.chain(`color=c=${hex(scene.shape)}:s=${shapeSide}x${shapeSide}:r=${fps}:d=${duration}[shape]`);
-    graph.chain(`[scene0][shape]overlay=x=(W-w)*(0.5+0.45*sin(2*PI*t/${period}+${scene.phase.toFixed(3)})):y=(H-h)*(0.5+0.4*cos(2*PI*t/${period})):shortest=1[scene1]`);
-    let scene1 = 'scene1';
-
-    // Start on the first picture and end on the last one; with both, the drawn scene shows between them.
-    const lastFrameTime = (frames - 1) / fps;
-    if (inputs.first) {
-      const fadeEnd = lastFrameTime * (inputs.last ? 0.45 : 0.6);
-      const first = graph.input('first.png', await framePng(inputs.first, width, height));
-      graph.chain(`[${first}:v]${still},format=rgba,fade=t=out:st=0:d=${fadeEnd.toFixed(4)}:alpha=1[firstpic]`);
-      graph.chain(`[${scene1}][firstpic]overlay=shortest=1[withfirst]`);
-      scene1 = 'withfirst';
-    }
-    if (inputs.last) {
-      const fadeStart = lastFrameTime * (inputs.first ? 0.55 : 0.4);
-      const last = graph.input('last.png', await framePng(inputs.last, width, height));
-      graph.chain(`[${last}:v]${still},format=rgba,fade=t=in:st=${fadeStart.toFixed(4)}:d=${(lastFrameTime - fadeStart).toFixed(4)}:alpha=1[lastpic]`);
-      graph.chain(`[${scene1}][lastpic]overlay=shortest=1[withlast]`);
-      scene1 = 'withlast';
-    }
+    const baseIndex = await addScene(graph, frame, inputs, request, scene, tint ? scene.grid.map((c) => mix(c, tint, 0.5)) : scene.grid);
+    const pictured = await addKeyFrames(graph, frame, inputs);
     const watermark = request.watermark ? ',drawbox=x=iw-iw/5-iw/40:y=ih-ih/12-ih/40:w=iw/5:h=ih/12:color=white@0.6:t=fill' : '';
-    graph.chain(`[${scene1}]setsar=1${watermark},format=yuv420p[video]`);
-
+    graph.chain(`[${pictured}]setsar=1${watermark},format=yuv420p[video]`);
     const maps = ['-map', '[video]'];
     if (withAudio) {
-      const trimSound = `aresample=${AUDIO_RATE},atrim=duration=${duration},asetpts=PTS-STARTPTS`;
-      if (inputs.sound) {
-        const sound = graph.input('sound', inputs.sound, ['-stream_loop', '-1']);
-        graph.chain(`[${sound}:a]${trimSound}[audio]`);
-      } else if (baseIndex !== undefined && inputs.base?.keepSound && inputs.base.hasAudio) {
-        graph.chain(`[${baseIndex}:a]${trimSound}[audio]`);
-      } else {
-        const f = scene.toneHz;
-        const chord = `0.12*sin(2*PI*${f}*t)+0.08*sin(2*PI*${f * 1.25}*t)+0.06*sin(2*PI*${f * 1.5}*t)*(0.5+0.5*sin(2*PI*t/${period}))+0.02*(2*random(0)-1)`;
-        graph.chain(`aevalsrc=exprs=${chord}:s=${AUDIO_RATE}:d=${duration},afade=t=in:d=0.1,afade=t=out:st=${Math.max(0, duration - 0.2)}:d=0.2[audio]`);
-      }
+      addSoundTrack(graph, frame, inputs, baseIndex, scene.toneHz);
       maps.push('-map', '[audio]', ...AAC_ARGS);
     }
 

@@ -47,7 +47,7 @@ const SCALE_DOWN = `scale=w=trunc(iw*min(1\\,${MAX_SIDE}/max(iw\\,ih))/2)*2:h=tr
 
 /**
  * Decodes the template into frames: the given video, else the given picture, else the
- * resource's source video. `needed` bounds how many video frames are decoded.
+ * resource's source video. `neededSeconds` bounds how much of a video is decoded.
  */
 async function decodeTemplate(request: LipSyncRequest, ctx: RunContext, dir: string, neededSeconds: number): Promise<TemplateFrames> {
   await mkdir(join(dir, 'frames'));
