@@ -45,6 +45,7 @@ export function withDigitalHumanResources(engines: EngineRegistry, resources: Di
       }
       return wrapper;
     },
+    findModel: (name) => engines.findModel?.(name),
   };
 }
 

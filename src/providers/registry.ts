@@ -2,6 +2,8 @@ import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { ProviderSettings, Settings } from '../config/settings.ts';
 import { LocalEngine } from './local/local-engine.ts';
+import { comfyuiAdapter } from './comfyui/adapter.ts';
+import { openaiImagesAdapter } from './openai/adapter.ts';
 import { minimaxAdapter } from './minimax/adapter.ts';
 import { sunoAdapter } from './suno/adapter.ts';
 import { volcengineAdapter } from './volcengine/adapter.ts';
@@ -14,6 +16,8 @@ import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type UpstreamCl
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {
   engineFor(model: LiveModel): GenerationEngine;
+  /** A model no catalog alias names but an engine serves (a workflow name). */
+  findModel?(name: string): LiveModel | undefined;
 }
 
 /** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
@@ -39,6 +43,8 @@ const DEFAULT_MAX_WAIT_MS = 60 * 60_000;
 
 /** Task adapters by name (a provider's `adapter` setting, default its code). */
 const ADAPTERS: Record<string, AdapterFactory> = {
+  openai: openaiImagesAdapter,
+  comfyui: comfyuiAdapter,
   suno: sunoAdapter,
   minimax: minimaxAdapter,
   volcengine: volcengineAdapter,
@@ -96,7 +102,16 @@ export function createEngineRegistry(settings: Settings, logger: Logger): Engine
     const factory = ADAPTERS[adapter];
     byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : noTaskAdapter(provider, adapter));
   }
-  return { engineFor: (model) => byProvider.get(model.providerCode) ?? local };
+  return {
+    engineFor: (model) => byProvider.get(model.providerCode) ?? local,
+    findModel(name) {
+      for (const engine of byProvider.values()) {
+        const model = engine.findModel?.(name);
+        if (model) return model;
+      }
+      return undefined;
+    },
+  };
 }
 
 /** Which chat model answers a catalog model's chat calls. */

@@ -22,8 +22,8 @@ export interface GenerationJob {
 export interface RunContext {
   /** Aborted when the task is cancelled or the worker loses it; stop and throw. */
   signal: AbortSignal;
-  /** Reports progress in percent (never decreasing in the record) with an optional message. */
-  progress(percent: number, message?: string): Promise<void>;
+  /** Reports progress in percent (never decreasing in the record) with an optional message and, for workflows, the node status. */
+  progress(percent: number, message?: string, nodeStatus?: NodeStatus): Promise<void>;
   /** Persists state a resumed run needs (upstream task id, workflow prompt id) before waiting on it. */
   remember(state: Record<string, unknown>): Promise<void>;
   /**
@@ -93,6 +93,8 @@ export interface GenerationEngine {
   /** Checks a job before it starts; throws TaskRejectedError to refuse it. */
   check?(job: GenerationJob): void | Promise<void>;
   run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput>;
+  /** A model this engine serves that the catalog does not list (a workflow engine's workflow), by name. */
+  findModel?(name: string): LiveModel | undefined;
 }
 
 // ---- Chat: what answers POST /v1/chat/completions and the agent's model calls ----

@@ -39,9 +39,9 @@ export class GenerationService {
     private readonly deps: { catalog: Catalog; engines: EngineRegistry; tasks: TaskService; syncTimeoutMs: number },
   ) {}
 
-  /** The catalog model a request may use, or the contract's 404/400 (CONTRACT §9). */
+  /** The catalog model (or else the workflow) a request may use, or the contract's 404/400 (CONTRACT §9). */
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel {
-    const model = this.deps.catalog.find(alias);
+    const model = this.deps.catalog.find(alias) ?? this.deps.engines.findModel?.(alias);
     if (!model) throw new ApiError('model_not_found', `unknown model ${alias}`, 'model');
     if (!capabilities.some((c) => model.modelTypes.includes(c))) {
       throw new ApiError('model_capability_mismatch', `model ${alias} cannot do ${capabilities.join(' or ')}`, 'model');

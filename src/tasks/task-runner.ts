@@ -52,7 +52,7 @@ export class TaskRunner {
       await this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
       return;
     }
-    const model = this.deps.catalog.find(row.model);
+    const model = this.deps.catalog.find(row.model) ?? this.deps.engines.findModel?.(row.model);
     if (!model) {
       await this.fail(row.id, `model ${row.model} is no longer in the catalog`);
       return;
@@ -87,8 +87,8 @@ export class TaskRunner {
       }
       const output = await engine.run(job, {
         signal: controller.signal,
-        progress: async (percent, message) => {
-          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest });
+        progress: async (percent, message, nodeStatus) => {
+          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest, ...(nodeStatus ? { result: { node_status: nodeStatus } } : {}) });
           latest = res.row;
           // Ended meanwhile (cancelled elsewhere): stop the work.
           if (!res.ok) controller.abort(new TaskCancelledError(`task is ${res.row.status}`));

@@ -1,0 +1,249 @@
+/**
+ * ComfyUI mapping: a workflow and a request → the API-format prompt; WebSocket messages → the
+ * run's progress; a history entry → the outcome and the files to fetch. Pure functions.
+ */
+import mime from 'mime-types';
+import type { NodeStatus } from '../../tasks/task-record.ts';
+import type { Workflow } from './workflow-catalog.ts';
+
+/** Request fields only the gateway reads (never bound, never warned about). */
+const GATEWAY_FIELDS = new Set(['_metadata', 'options', 'model']);
+
+/** The values bindings read: the request's fields, with `width`/`height` taken from `size` ("WxH") when not given. */
+export function requestValues(input: Record<string, unknown>): Record<string, unknown> {
+  const values = { ...input };
+  const size = typeof input.size === 'string' ? /^(\d+)x(\d+)$/.exec(input.size) : null;
+  if (size) {
+    values.width ??= Number(size[1]);
+    values.height ??= Number(size[2]);
+  }
+  return values;
+}
+
+/** Fields whose values are image references to upload before submitting (a binding with `upload: true`). */
+export function uploadFields(workflow: Workflow): string[] {
+  return Object.entries(workflow.bindings ?? {}).filter(([, bindings]) => bindings.some((b) => b.upload)).map(([field]) => field);
+}
+
+/** The references a field holds: one string or a list of them. */
+export function refsOf(value: unknown): string[] {
+  if (typeof value === 'string') return [value];
+  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
+}
+
+/** The largest seed ComfyUI's samplers take is 2^64-1; a random one stays within safe JSON integers. */
+const RANDOM_LIMIT = 2 ** 32;
+
+/**
+ * The prompt to submit: the workflow's graph with each bound field's value set on its node
+ * inputs. A list value gives each binding the item at its `index`; a missing value keeps the
+ * graph's own (or a random integer for `random` bindings). Request fields with no binding are
+ * reported as warnings.
+ */
+export function bindGraph(workflow: Workflow, values: Record<string, unknown>, random: () => number = Math.random): { prompt: Record<string, { class_type: string; inputs: Record<string, unknown> }>; warnings: string[] } {
+  const prompt = structuredClone(workflow.graph);
+  const bindings = workflow.bindings ?? {};
+  for (const [field, targets] of Object.entries(bindings)) {
+    const value = values[field];
+    for (const target of targets) {
+      let bound: unknown = Array.isArray(value) ? value[target.index ?? 0] : (target.index ?? 0) === 0 ? value : undefined;
+      if (bound === undefined && target.random) bound = Math.floor(random() * RANDOM_LIMIT);
+      if (bound !== undefined) prompt[target.node]!.inputs[target.input] = bound;
+    }
+  }
+  const sizeBound = 'width' in bindings || 'height' in bindings;
+  const warnings = Object.keys(values)
+    .filter((field) => !(field in bindings) && !GATEWAY_FIELDS.has(field) && !(field === 'size' && sizeBound) && !((field === 'width' || field === 'height') && 'size' in values))
+    .map((field) => `${field} dropped: workflow ${workflow.name} has no binding for it`);
+  return { prompt, warnings };
+}
+
+/** What the WebSocket has told about one prompt so far. */
+export interface PromptProgress {
+  /** Nodes that finished (or came from the cache). */
+  done: Set<string>;
+  /** The node running now. */
+  running?: string;
+  /** Steps of the running node, from `progress` messages. */
+  step?: { value: number; max: number };
+  /** Set by `execution_success` or `executing` with node null: the outcome is in the history. */
+  finished?: boolean;
+  error?: ExecutionError;
+  interrupted?: { nodeId?: string; nodeType?: string };
+}
+
+/** An `execution_error` message (also found in a history entry's status messages). */
+export interface ExecutionError {
+  nodeId?: string;
+  nodeType?: string;
+  message: string;
+  exceptionType?: string;
+}
+
+export function newProgress(): PromptProgress {
+  return { done: new Set() };
+}
+
+function str(value: unknown): string | undefined {
+  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
+}
+
+export function executionErrorOf(data: Record<string, unknown>): ExecutionError {
+  const nodeId = str(data.node_id);
+  const nodeType = str(data.node_type);
+  const exceptionType = str(data.exception_type);
+  return { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}), ...(exceptionType ? { exceptionType } : {}), message: str(data.exception_message)?.trim() || 'the node failed' };
+}
+
+/** Applies one WebSocket message (already known to concern this prompt) to its progress. */
+export function applyMessage(state: PromptProgress, type: string, data: Record<string, unknown>): void {
+  switch (type) {
+    case 'execution_cached':
+      for (const node of Array.isArray(data.nodes) ? data.nodes : []) if (str(node)) state.done.add(str(node)!);
+      break;
+    case 'executing': {
+      const node = str(data.node);
+      if (state.running && state.running !== node) state.done.add(state.running);
+      if (node === undefined) {
+        delete state.running;
+        state.finished = true;
+      } else {
+        state.running = node;
+      }
+      delete state.step;
+      break;
+    }
+    case 'progress': {
+      const node = str(data.node);
+      if (node && node !== state.running) {
+        if (state.running) state.done.add(state.running);
+        state.running = node;
+      }
+      if (typeof data.value === 'number' && typeof data.max === 'number' && data.max > 0) state.step = { value: data.value, max: data.max };
+      break;
+    }
+    case 'executed': {
+      const node = str(data.node);
+      if (node) state.done.add(node);
+      break;
+    }
+    case 'execution_success':
+      state.finished = true;
+      break;
+    case 'execution_error':
+      state.error = executionErrorOf(data);
+      break;
+    case 'execution_interrupted': {
+      const nodeId = str(data.node_id);
+      const nodeType = str(data.node_type);
+      state.interrupted = { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}) };
+      break;
+    }
+  }
+}
+
+/** Percent done: finished nodes plus the running node's step fraction, over the graph's nodes; below 100 until the end. */
+export function percentOf(state: PromptProgress, nodeCount: number): number {
+  const running = state.running && !state.done.has(state.running) && state.step ? state.step.value / state.step.max : 0;
+  return Math.min(99, Math.floor((100 * (state.done.size + running)) / Math.max(1, nodeCount)));
+}
+
+/** The task's node_status while the prompt runs. */
+export function runningNodeStatus(promptId: string, workflow: Workflow, state: PromptProgress): NodeStatus | undefined {
+  if (!state.running) return undefined;
+  const classType = workflow.graph[state.running]?.class_type ?? 'node';
+  return {
+    executeId: promptId,
+    nodeId: state.running,
+    customWorkflowId: workflow.name,
+    status: 'running',
+    message: state.step ? `${classType} ${state.step.value}/${state.step.max}` : classType,
+  };
+}
+
+/** A file a node wrote, as /view addresses it. */
+export interface OutputFileRef {
+  node: string;
+  filename: string;
+  subfolder: string;
+  type: string;
+}
+
+export type HistoryOutcome =
+  | { state: 'pending' }
+  | { state: 'success'; files: OutputFileRef[] }
+  | { state: 'failed'; error: ExecutionError }
+  | { state: 'interrupted'; nodeId?: string };
+
+/**
+ * Reads a GET /history/{prompt_id} answer: `{}` while the prompt waits or runs; else its
+ * status and the files of the workflow's output nodes (every `output` file when it names none).
+ */
+export function historyOutcome(body: unknown, promptId: string, workflow: Workflow | undefined): HistoryOutcome {
+  const entry = (body as Record<string, unknown> | null)?.[promptId] as { outputs?: Record<string, unknown>; status?: { status_str?: string; completed?: boolean; messages?: unknown[] } } | undefined;
+  if (!entry || typeof entry !== 'object') return { state: 'pending' };
+  const status = entry.status;
+  if (status?.status_str === 'error') {
+    for (const message of status.messages ?? []) {
+      if (!Array.isArray(message)) continue;
+      const [event, data] = message as [unknown, Record<string, unknown>];
+      if (event === 'execution_error') return { state: 'failed', error: executionErrorOf(data ?? {}) };
+      if (event === 'execution_interrupted') {
+        const nodeId = str(data?.node_id);
+        return { state: 'interrupted', ...(nodeId ? { nodeId } : {}) };
+      }
+    }
+    return { state: 'failed', error: { message: 'ComfyUI reports the run as failed without an error message' } };
+  }
+  if (status && status.completed === false) return { state: 'pending' };
+  const wanted = workflow?.outputs;
+  const files: OutputFileRef[] = [];
+  for (const [node, output] of Object.entries(entry.outputs ?? {})) {
+    if (wanted && !wanted.includes(node)) continue;
+    for (const list of Object.values((output ?? {}) as Record<string, unknown>)) {
+      if (!Array.isArray(list)) continue;
+      for (const item of list as Record<string, unknown>[]) {
+        if (typeof item?.filename !== 'string') continue;
+        const type = typeof item.type === 'string' ? item.type : 'output';
+        // Without a list of output nodes, previews (type temp) are not results.
+        if (!wanted && type !== 'output') continue;
+        files.push({ node, filename: item.filename, subfolder: typeof item.subfolder === 'string' ? item.subfolder : '', type });
+      }
+    }
+  }
+  return { state: 'success', files };
+}
+
+/** The text of a POST /prompt refusal (400 `{error, node_errors}`): the error and each node's problems. */
+export function refusalText(body: string): string {
+  let parsed: { error?: { message?: unknown; details?: unknown } | string; node_errors?: Record<string, { class_type?: unknown; errors?: { message?: unknown; details?: unknown }[] }> };
+  try {
+    parsed = JSON.parse(body) as typeof parsed;
+  } catch {
+    return body;
+  }
+  const parts: string[] = [];
+  const error = parsed.error;
+  if (typeof error === 'string') parts.push(error);
+  else if (error) parts.push([str(error.message), str(error.details)].filter(Boolean).join(': '));
+  for (const [node, nodeError] of Object.entries(parsed.node_errors ?? {})) {
+    const problems = (nodeError.errors ?? []).map((e) => [str(e.message), str(e.details)].filter(Boolean).join(': ')).join('; ');
+    parts.push(`node ${node}${str(nodeError.class_type) ? ` (${str(nodeError.class_type)})` : ''}: ${problems}`);
+  }
+  return parts.filter(Boolean).join('; ') || body;
+}
+
+/** The task message of a node's execution error. */
+export function executionErrorMessage(error: ExecutionError): string {
+  const where = error.nodeId ? `node ${error.nodeId}${error.nodeType ? ` (${error.nodeType})` : ''}` : 'a node';
+  return `the workflow failed at ${where}: ${error.message}`;
+}
+
+/** GeneralOutput.type and MIME type of an output file, by its name; `fallbackType` when the name does not tell. */
+export function outputKind(fileName: string, fallbackType: string | undefined): { type: string; mimeType: string } {
+  const mimeType = mime.lookup(fileName) || 'application/octet-stream';
+  const family = mimeType.split('/')[0];
+  if (family === 'image' || family === 'video' || family === 'audio') return { type: family, mimeType };
+  if (family === 'model' || /\.(glb|gltf|obj|fbx|stl|usdz|ply)$/i.test(fileName)) return { type: '3d', mimeType };
+  return { type: fallbackType ?? 'file', mimeType };
+}
