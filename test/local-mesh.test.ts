@@ -262,4 +262,61 @@ describe('local mesh edits', () => {
     assert.equal(green.getMetallicRoughnessTexture(), null);
     await assert.rejects(edit('texture', source, { texture: false, pbr: false, texture_quality: 'standard' }), TaskRejectedError);
   });
+
+  it('checks riggability from the body: a figure is a biped, an animal a quadruped, a ball is not riggable', async () => {
+    const figure = await edit('check_riggable', await figureModel());
+    assert.equal(figure.extra?.riggable, true);
+    assert.equal(figure.extra?.rig_type, 'biped');
+    assert.match(String(figure.extra?.reason), /two legs/);
+    const dog = await edit('check_riggable', fileOf(await run('generate.text', { prompt: 'a wolf', face_limit: 4000 }), 'model').data);
+    assert.equal(dog.extra?.rig_type, 'quadruped');
+    const ball = await edit('check_riggable', await blobModel());
+    assert.equal(ball.extra?.riggable, false);
+    assert.match(String(ball.extra?.reason), /no separate limbs/);
+    assert.ok(await glbOf(ball), 'the model passes through');
+  });
+
+  it('rigs a model with a skin: joints, inverse bind matrices, JOINTS_0 and WEIGHTS_0', async () => {
+    const out = await edit('rig', await figureModel(), { rig_type: 'biped', spec: 'spec_a' });
+    const doc = await glbOf(out);
+    const skin = doc.getRoot().listSkins()[0]!;
+    const joints = skin.listJoints().map((j) => j.getName());
+    const rig = out.extra?.rig as { rig_type: string; spec: string; bones: string[] };
+    assert.deepEqual(rig.bones, joints);
+    assert.equal(rig.rig_type, 'biped');
+    assert.ok(joints.includes('Hips') && joints.includes('LeftForeArm') && joints.includes('RightUpLeg'));
+    assert.equal(skin.getInverseBindMatrices()!.getCount(), joints.length);
+    for (const node of doc.getRoot().listNodes().filter((n) => n.getMesh())) {
+      assert.equal(node.getSkin(), skin);
+      const prim = node.getMesh()!.listPrimitives()[0]!;
+      const weights = prim.getAttribute('WEIGHTS_0')!;
+      assert.ok(prim.getAttribute('JOINTS_0'));
+      for (let v = 0; v < weights.getCount(); v += 97) {
+        const sum = weights.getElement(v, [] as number[]).reduce((a, b) => a + b, 0);
+        assert.ok(Math.abs(sum - 1) < 1e-3);
+      }
+    }
+    const snake = await edit('rig', await figureModel(), { rig_type: 'quadruped', spec: 'spec_b' });
+    assert.ok((snake.extra?.rig as { bones: string[] }).bones.includes('front_up_leg_l'));
+  });
+
+  it('retargets preset animations onto the rig as named glTF animations', async () => {
+    const rigged = await edit('rig', await figureModel(), { rig_type: 'biped', spec: 'spec_a' });
+    const rig = rigged.extra?.rig;
+    const out = await edit('retarget_animation', fileOf(rigged, 'model').data, { animations: ['preset:walk', 'preset:idle'] }, { operation: 'rig', rig });
+    const doc = await glbOf(out);
+    assert.deepEqual(out.extra?.animations, ['preset:walk', 'preset:idle']);
+    const animations = doc.getRoot().listAnimations();
+    assert.deepEqual(animations.map((a) => a.getName()), ['preset:walk', 'preset:idle']);
+    const joints = new Set(doc.getRoot().listSkins()[0]!.listJoints());
+    const walk = animations[0]!;
+    assert.ok(walk.listChannels().length > 10);
+    assert.ok(walk.listChannels().every((c) => joints.has(c.getTargetNode()!)));
+    const hips = walk.listChannels().find((c) => c.getTargetNode()!.getName() === 'Hips' && c.getTargetPath() === 'translation')!;
+    const travel = hips.getSampler()!.getOutput()!;
+    assert.ok(travel.getElement(travel.getCount() - 1, [] as number[])[2]! > travel.getElement(0, [] as number[])[2]!, 'walks forward');
+    await assert.rejects(edit('retarget_animation', fileOf(rigged, 'model').data, { animation: 'preset:quadruped:walk' }, { rig }), TaskRejectedError);
+    await assert.rejects(edit('retarget_animation', fileOf(rigged, 'model').data, { animation: 'preset:moonwalk' }, { rig }), TaskRejectedError);
+    await assert.rejects(edit('retarget_animation', await figureModel(), { animation: 'preset:walk' }), TaskRejectedError);
+  });
 });

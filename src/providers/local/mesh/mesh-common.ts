@@ -386,3 +386,46 @@ export function pickTriangles(arrays: MeshArrays, triangles: ArrayLike<number>):
     weights: take(arrays.weights, 4),
   };
 }
+
+/** For each triangle, a label shared by the triangles it connects to through shared positions (union-find). */
+export function triangleComponents(positions: Float32Array, indices: Uint32Array): Uint32Array {
+  const remap = positionRemap(positions);
+  const parent = Int32Array.from({ length: remap.length }, (_, i) => i);
+  const find = (v: number): number => {
+    while (parent[v] !== v) {
+      parent[v] = parent[parent[v]!]!;
+      v = parent[v]!;
+    }
+    return v;
+  };
+  for (let t = 0; t < indices.length; t += 3) {
+    const a = find(remap[indices[t]!]!);
+    for (let k = 1; k < 3; k++) {
+      const b = find(remap[indices[t + k]!]!);
+      if (a !== b) parent[b] = a;
+    }
+  }
+  return Uint32Array.from({ length: indices.length / 3 }, (_, t) => find(remap[indices[t * 3]!]!));
+}
+
+/** All mesh geometry of the scene joined, in world space (bind space for skinned meshes). */
+export function worldSurface(doc: Document): MeshArrays {
+  const list: MeshArrays[] = [];
+  for (const node of meshNodes(doc)) {
+    const m = node.getSkin() ? null : node.getWorldMatrix();
+    for (const prim of node.getMesh()!.listPrimitives()) {
+      const arrays = readArrays(prim);
+      if (m) {
+        const p = arrays.positions;
+        for (let v = 0; v < p.length; v += 3) {
+          const [x, y, z] = [p[v]!, p[v + 1]!, p[v + 2]!];
+          p[v] = m[0] * x + m[4] * y + m[8] * z + m[12];
+          p[v + 1] = m[1] * x + m[5] * y + m[9] * z + m[13];
+          p[v + 2] = m[2] * x + m[6] * y + m[10] * z + m[14];
+        }
+      }
+      list.push({ positions: arrays.positions, indices: arrays.indices });
+    }
+  }
+  return joinArrays(list);
+}

@@ -11,11 +11,16 @@ import { TaskFailedError, TaskRejectedError, type GeneratedFile, type Generation
 import type { LocalHandler } from '../local-handler.ts';
 import { generateModel, type ReliefView } from './generate-model.ts';
 import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, readModelDocument, writeGlb, type Vec3 } from './mesh-common.ts';
+import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';
 import { completeParts } from './complete-parts.ts';
+import { inspectBody } from './inspect-body.ts';
 import { paintModel, type ViewPicture } from './paint-model.ts';
 import { readSubject } from './read-subject.ts';
 import { renderPreview } from './render-preview.ts';
+import { retargetAnimation } from './retarget-animation.ts';
+import { rigModel } from './rig-model.ts';
 import { segmentModel } from './segment-model.ts';
+import { RIG_TYPES, SKELETONS, jointName, type RigType } from './skeleton-templates.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
 
 const GLB_MIME = 'model/gltf-binary';
@@ -222,6 +227,12 @@ async function modelOutput(job: GenerationJob, doc: Document, extra: Record<stri
   return { files: [glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`)], extra: { ...describeModel(doc), ...extra } };
 }
 
+/** A rig or animation result as GLB, or FBX when out_format asks for it. */
+async function riggedOutput(job: GenerationJob, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+  if (job.input.out_format === 'fbx') throw new TaskRejectedError('out_format fbx is not available yet');
+  return modelOutput(job, doc, extra);
+}
+
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
 const UPSCALE_SIDE = 4096;
 
@@ -278,6 +289,46 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     }
     if (input.compress === 'geometry') await doc.transform(meshopt({ encoder: MeshoptEncoder, level: 'medium' }));
     return modelOutput(job, doc, { texture, pbr, texture_quality: quality });
+  },
+
+  async check_riggable(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const report = inspectBody(doc);
+    return modelOutput(job, doc, { ...report });
+  },
+
+  async rig(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const rigType = (job.input.rig_type ?? 'biped') as RigType;
+    if (!RIG_TYPES.includes(rigType)) throw new TaskRejectedError(`rig_type must be one of ${RIG_TYPES.join(', ')}`);
+    const spec = job.input.spec === 'spec_b' ? 'spec_b' : 'spec_a';
+    const bones = rigModel(doc, { rigType, spec });
+    return riggedOutput(job, doc, { rig: { rig_type: rigType, spec, bones } });
+  },
+
+  async retarget_animation(job, ctx) {
+    const { doc, source } = await readSource(job, ctx);
+    const input = job.input;
+    const ids = (Array.isArray(input.animations) ? input.animations : [input.animation]).filter((id): id is string => typeof id === 'string' && id !== '');
+    if (ids.length === 0) throw new TaskRejectedError('animation or animations needs at least one preset id');
+    const skin = doc.getRoot().listSkins()[0];
+    if (!skin) throw new TaskRejectedError('the source model has no skeleton: rig it first');
+    if (source.rig?.spec === 'spec_b') throw new TaskRejectedError('retargeting needs a rig made with spec_a');
+    const jointNames = skin.listJoints().map((j) => j.getName());
+    const rigType = (source.rig?.rig_type as RigType | undefined) ?? RIG_TYPES.find((type) => SKELETONS[type].every((t) => jointNames.includes(t.name) || jointNames.includes(jointName(t.name, 'spec_b'))));
+    if (!rigType || !RIG_TYPES.includes(rigType)) throw new TaskRejectedError('the source skeleton is not one the local engine made');
+    for (const id of ids) {
+      const preset = presetOf(id);
+      if (!preset) throw new TaskRejectedError(`unknown animation "${id}"; the local engine has ${Object.keys(ANIMATION_PRESETS).join(', ')}`);
+      if (!preset.rigTypes.includes(rigType)) throw new TaskRejectedError(`animation "${id}" is not available for a ${rigType} rig`);
+    }
+    const animations = retargetAnimation(doc, {
+      animations: ids,
+      rigType,
+      inPlace: input.animate_in_place === true,
+      withGeometry: input.export_with_geometry !== false,
+    });
+    return riggedOutput(job, doc, { animations, rig: source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames } });
   },
 };
 

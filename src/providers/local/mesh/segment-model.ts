@@ -4,7 +4,7 @@
  * sits (upper, middle_left, lower_right_back...), the subject facing +Z with its own left at +X.
  */
 import type { Document, Material, Skin } from '@gltf-transform/core';
-import { createMeshNode, joinArrays, meshNodes, pickTriangles, positionRemap, readArrays, sceneBounds, sceneOf, type MeshArrays, type Vec3 } from './mesh-common.ts';
+import { createMeshNode, joinArrays, meshNodes, pickTriangles, readArrays, sceneBounds, sceneOf, triangleComponents, type MeshArrays, type Vec3 } from './mesh-common.ts';
 
 export interface SegmentModelOptions {
   /** At most this many parts; the smallest pieces join their nearest neighbour. */
@@ -74,31 +74,14 @@ function segmentOf(triangles: number[], centroids: Float32Array): Segment {
   return { triangles, centroid };
 }
 
-/** Triangles grouped by connectivity through shared positions (union-find). */
+/** Triangles grouped by connectivity through shared positions. */
 function connectedPieces(surface: MeshArrays, centroids: Float32Array): Segment[] {
-  const remap = positionRemap(surface.positions);
-  const parent = Int32Array.from({ length: remap.length }, (_, i) => i);
-  const find = (v: number): number => {
-    while (parent[v] !== v) {
-      parent[v] = parent[parent[v]!]!;
-      v = parent[v]!;
-    }
-    return v;
-  };
-  const { indices } = surface;
-  for (let t = 0; t < indices.length; t += 3) {
-    const a = find(remap[indices[t]!]!);
-    for (let k = 1; k < 3; k++) {
-      const b = find(remap[indices[t + k]!]!);
-      if (a !== b) parent[b] = a;
-    }
-  }
+  const component = triangleComponents(surface.positions, surface.indices);
   const groups = new Map<number, number[]>();
-  for (let t = 0; t < indices.length / 3; t++) {
-    const root = find(remap[indices[t * 3]!]!);
-    if (!groups.has(root)) groups.set(root, []);
-    groups.get(root)!.push(t);
-  }
+  component.forEach((c, t) => {
+    if (!groups.has(c)) groups.set(c, []);
+    groups.get(c)!.push(t);
+  });
   return [...groups.values()].map((triangles) => segmentOf(triangles, centroids));
 }
 
