@@ -8,9 +8,6 @@ import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/huny
 import { sampleGlb } from './fakes/tripo-upstream.ts';
 import { runContext } from './support/run-context.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
 const catalog = loadCatalog({ config: {} });
 const IMG = 'https://images.example/';
 

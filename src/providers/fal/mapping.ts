@@ -1,0 +1,151 @@
+/**
+ * fal.ai-hosted Tripo (family D): gateway 3D generation requests → the fal endpoint id and its
+ * input JSON, and the queue's status and result replies → generated files. Pure functions.
+ */
+import { guessMimeType } from '../../files/file-service.ts';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import type { UpstreamPoll } from '../upstream-task-engine.ts';
+
+type Json = Record<string, unknown>;
+type Kind = 'text' | 'image' | 'multiview';
+
+/** fal endpoint ids per catalog version string (CONTRACT §11) and generation kind. */
+const ENDPOINT_IDS: Record<string, Record<Kind, string>> = {
+  'tripo3d/v3.1': { text: 'tripo3d/h3.1/text-to-3d', image: 'tripo3d/h3.1/image-to-3d', multiview: 'tripo3d/h3.1/multiview-to-3d' },
+  'tripo3d/p1': { text: 'tripo3d/p1/text-to-3d', image: 'tripo3d/p1/image-to-3d', multiview: 'tripo3d/p1/multiview-to-3d' },
+};
+
+/** fal's multiview takes four pictures in Tripo's order. */
+const FOUR_VIEWS = ['front', 'left', 'back', 'right'];
+
+/** fal calls the highest geometry quality `ultra`. */
+const GEOMETRY_QUALITY: Record<string, string> = { standard: 'standard', detailed: 'ultra' };
+
+/** Fields the mapping reads; any other set field is dropped with a warning. */
+const READ = new Set(['prompt', 'file', 'view_images', 'enable_texture', 'enable_pbr', 'texture_quality', 'geometry_quality']);
+
+/** The fal endpoint id of a job; refuses what fal does not host. */
+export function endpointIdOf(job: GenerationJob): string {
+  const kind = /^mesh3d\.generate\.(text|image|multiview)$/.exec(job.endpoint)?.[1] as Kind | undefined;
+  if (!kind) throw new TaskRejectedError(`fal hosts 3D generation only; it does not run ${job.endpoint} tasks`);
+  const ids = ENDPOINT_IDS[job.model.defaultRealModelName.toLowerCase()];
+  if (!ids) throw new TaskRejectedError(`fal has no model for ${job.model.defaultRealModelName} (expected ${Object.keys(ENDPOINT_IDS).join(' or ')})`);
+  return ids[kind];
+}
+
+const refOf = (value: unknown): string | undefined => {
+  const url = (value as { url?: unknown } | undefined)?.url;
+  return typeof url === 'string' ? url : undefined;
+};
+
+/** Image references in the order the input lists them (one image, or the four views). */
+export function imageRefs(input: Json): string[] {
+  const file = refOf(input.file);
+  if (file) return [file];
+  const views = Array.isArray(input.view_images) ? (input.view_images as { view_type?: unknown; file?: unknown }[]) : [];
+  return FOUR_VIEWS.flatMap((type) => {
+    const ref = refOf(views.find((v) => v.view_type === type)?.file);
+    return ref ? [ref] : [];
+  });
+}
+
+/** The model input of the submit; `urls` are the public URLs of imageRefs, in their order. */
+export function falInput(job: GenerationJob, urls: string[]): { input: Json; dropped: string[] } {
+  const src = job.input;
+  const input: Json = {};
+  if (typeof src.prompt === 'string') input.prompt = src.prompt;
+  if (job.endpoint === 'mesh3d.generate.image') input.image_url = urls[0];
+  if (job.endpoint === 'mesh3d.generate.multiview') input.image_urls = urls;
+  if (typeof src.enable_texture === 'boolean') input.texture = src.enable_texture;
+  if (typeof src.enable_pbr === 'boolean') input.pbr = src.enable_pbr;
+  if (typeof src.texture_quality === 'string') input.texture_quality = src.texture_quality;
+  if (typeof src.geometry_quality === 'string') input.geometry_quality = GEOMETRY_QUALITY[src.geometry_quality] ?? src.geometry_quality;
+  return { input, dropped: Object.keys(src).filter((k) => src[k] !== undefined && !READ.has(k)) };
+}
+
+// ---- queue replies ----
+
+export interface Submitted {
+  requestId: string;
+  statusUrl: string;
+  responseUrl: string;
+}
+
+/** The queue's submit reply: the request id and the URLs to follow (ids with sub-paths use shorter ones). */
+export function submitted(body: unknown): Submitted {
+  const reply = (body ?? {}) as Json;
+  if (typeof reply.request_id !== 'string' || typeof reply.status_url !== 'string' || typeof reply.response_url !== 'string') {
+    throw new TaskFailedError('fal accepted the request without request_id, status_url and response_url', JSON.stringify(body)?.slice(0, 2000));
+  }
+  return { requestId: reply.request_id, statusUrl: reply.status_url, responseUrl: reply.response_url };
+}
+
+/** The engine's view of a queue status; `completed` when the result can be read. */
+export function queueState(body: unknown): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'completed' } {
+  const reply = (body ?? {}) as Json;
+  switch (reply.status) {
+    case 'IN_QUEUE':
+      return { state: 'running', message: typeof reply.queue_position === 'number' ? `in queue at ${reply.queue_position}` : 'in queue' };
+    case 'IN_PROGRESS':
+      return { state: 'running', message: 'in progress' };
+    case 'COMPLETED':
+      if (reply.error) return { state: 'failed', message: `fal request failed${typeof reply.error_type === 'string' ? ` (${reply.error_type})` : ''}`, original: String(reply.error) };
+      return { state: 'completed' };
+    default:
+      throw new TaskFailedError(`fal answered the status query with status ${String(reply.status)}`, JSON.stringify(body)?.slice(0, 2000));
+  }
+}
+
+/** fal's own words in an error body: `detail` as text or as validation items, else the text. */
+export function errorText(text: string): string {
+  try {
+    const body = JSON.parse(text) as { detail?: unknown; error?: unknown };
+    if (typeof body.detail === 'string') return body.detail;
+    if (Array.isArray(body.detail)) return (body.detail as { loc?: unknown[]; msg?: unknown }[]).map((d) => `${(d.loc ?? []).join('.')}: ${String(d.msg)}`).join('; ');
+    if (typeof body.error === 'string') return body.error;
+  } catch {
+    // not JSON: the text is the message
+  }
+  return text;
+}
+
+export interface ResultLink {
+  role: string;
+  type: '3d' | 'image';
+  url: string;
+  fileName?: string;
+}
+
+const urlOf = (value: unknown): string | undefined => {
+  if (typeof value === 'string' && value) return value;
+  const url = (value as { url?: unknown } | undefined)?.url;
+  return typeof url === 'string' && url ? url : undefined;
+};
+
+/** The result's files by role: model_mesh is the model; base and PBR models from model_urls (or the top level); the rendered image is the preview. */
+export function resultLinks(body: unknown): ResultLink[] {
+  const output = (body ?? {}) as Json;
+  const model = urlOf(output.model_mesh);
+  if (!model) throw new TaskFailedError('fal result has no model_mesh', JSON.stringify(body)?.slice(0, 2000));
+  const name = (value: unknown) => {
+    const fileName = (value as { file_name?: unknown } | undefined)?.file_name;
+    return typeof fileName === 'string' ? { fileName } : {};
+  };
+  const links: ResultLink[] = [{ role: 'model', type: '3d', url: model, ...name(output.model_mesh) }];
+  const urls = (output.model_urls ?? {}) as Json;
+  for (const role of ['base_model', 'pbr_model']) {
+    const value = urls[role] ?? output[role];
+    const url = urlOf(value);
+    if (url && url !== model) links.push({ role, type: '3d', url, ...name(value) });
+  }
+  const preview = urlOf(output.rendered_image);
+  if (preview) links.push({ role: 'preview', type: 'image', url: preview, ...name(output.rendered_image) });
+  return links;
+}
+
+/** A downloaded result named after its role, with the extension fal's file name or URL gives. */
+export function resultFile(link: ResultLink, data: Buffer): GeneratedFile {
+  const ext = /\.([a-z0-9]+)$/i.exec(link.fileName ?? new URL(link.url).pathname)?.[1]?.toLowerCase() ?? (link.type === 'image' ? 'webp' : 'glb');
+  const fileName = `${link.role}.${ext}`;
+  return { type: link.type, role: link.role, data, fileName, mimeType: guessMimeType(fileName, data) };
+}
