@@ -8,6 +8,10 @@ import { minimaxAdapter } from './minimax/adapter.ts';
 import { sunoAdapter } from './suno/adapter.ts';
 import { volcengineAdapter } from './volcengine/adapter.ts';
 import { volcHumanAdapter } from './volc-human/adapter.ts';
+import { tripoAdapter } from './tripo/adapter.ts';
+import { rodinAdapter } from './rodin/adapter.ts';
+import { hunyuanAdapter } from './hunyuan/adapter.ts';
+import { falAdapter } from './fal/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
@@ -49,6 +53,10 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   minimax: minimaxAdapter,
   volcengine: volcengineAdapter,
   'volc-human': volcHumanAdapter,
+  tripo: tripoAdapter,
+  rodin: rodinAdapter,
+  hunyuan: hunyuanAdapter,
+  fal: falAdapter,
 };
 
 function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {
