@@ -6,8 +6,11 @@
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { BUILTIN_CATALOG_PATH } from '../src/catalog/catalog.ts';
 import { TaskFailedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../src/providers/spec.ts';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -50,6 +53,29 @@ const CONFIG = {
     'hunyuan3d-pro-3.1': { capabilities: { multiview_to_model: { multiview_input: null, multiview_required_slots: null } } },
     'fal-tripo-p1': { capabilities: { image_to_model: { pbr_required_when_texture: true } } },
   },
+};
+
+/**
+ * Operator catalog entries beside the built-in ones: a Tripo version of the H series whose
+ * capabilities say nothing (the family table applies), a provider no family describes (its
+ * capabilities alone apply) and a family A re-topology model.
+ */
+const EXTRA_CATALOG = {
+  providers: [{ code: 'acme', name: 'acme', displayName: 'Acme 3D' }],
+  baseModels: [
+    { catalogKey: 'base:runtime:tripo-next', providerCode: 'tripo', displayName: 'Tripo next', alias: 'tripo-next', defaultRealModelName: 'v3.0-20990101', modelTypes: ['text_to_model'], capabilities: { text_to_model: { type: 'text_to_model' } }, status: 'active' },
+    {
+      catalogKey: 'base:runtime:acme-mesh',
+      providerCode: 'acme',
+      displayName: 'Acme mesh',
+      alias: 'acme-mesh',
+      defaultRealModelName: 'acme-1',
+      modelTypes: ['text_to_model'],
+      capabilities: { text_to_model: { type: 'text_to_model', face_limit_range: { min: 10, max: 100 }, support_quad: false, support_texture: true } },
+      status: 'active',
+    },
+    { catalogKey: 'base:runtime:hunyuan3d-lowpoly', providerCode: 'hunyuan', displayName: 'Hunyuan3D re-topology', alias: 'hunyuan3d-lowpoly', defaultRealModelName: 'hunyuan3d-reduce-face', modelTypes: ['mesh_edit'], capabilities: { mesh_edit: { type: 'mesh_edit', supported_operations: { smart_lowpoly: { supported: true } } } }, status: 'active' },
+  ],
 };
 
 const IMG = (name: string) => ({ url: `http://127.0.0.1:9/${name}.png`, mimetype: 'image/png' });
@@ -175,6 +201,9 @@ const GENERATION_RULES: Rule[] = [
   { rule: 'B quad up to 200000', path: T, ok: text('rodin-gen2.5-extra-low', { topology: 'quad', face_limit: 200_000 }), bad: text('rodin-gen2.5-extra-low', { topology: 'quad', face_limit: 200_001 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
   { rule: 'B 2.5 High triangle from 20000', path: T, ok: text('rodin-gen2.5-high', { face_limit: 20_000 }), bad: text('rodin-gen2.5-high', { face_limit: 19_999 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
   { rule: 'B 2.5 Extra-High triangle up to 2000000', path: T, ok: text('rodin-gen2.5-extra-high', { face_limit: 2_000_000 }), bad: text('rodin-gen2.5-extra-high', { face_limit: 2_000_001 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
+  { rule: 'family and version come from providerCode and defaultRealModelName', path: T, ok: text('tripo-next', { geometry_quality: 'detailed', face_limit: 2_000_000 }), bad: text('tripo-next', { geometry_quality: 'detailed', face_limit: 2_000_001 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
+  { rule: 'a model of no family: its face-limit capabilities', path: T, ok: text('acme-mesh', { face_limit: 100, seed: 1 }), bad: text('acme-mesh', { face_limit: 101 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
+  { rule: 'a model of no family: its capability flags', path: T, ok: text('acme-mesh', { enable_texture: true }), bad: text('acme-mesh', { topology: 'triangle' }), error: [400, 'unsupported_parameter', 'topology'] },
   { rule: 'live capabilities win over the family table', path: T, ok: text('rodin-gen2.5-medium', { face_limit: 650 }), bad: text('rodin-gen2.5-medium', { face_limit: 800 }), error: [400, 'face_limit_out_of_range', 'face_limit'] },
   // Texture and PBR.
   {
@@ -302,6 +331,14 @@ const EDIT_RULES: Rule[] = [
     bad: (s) => ({ history_id: s.gen, model: LOWPOLY, topology: 'quad', quad: false, face_limit: 15_000 }),
     error: [400, 'face_limit_out_of_range', 'face_limit'],
     input: (i) => assert.deepEqual([i.topology, i.quad], ['triangle', false]),
+  },
+  {
+    rule: 'family A re-topology takes levels',
+    path: E('smart-lowpoly'),
+    ok: (s) => ({ history_id: s.gen, model: 'hunyuan3d-lowpoly', face_limit: 'medium' }),
+    bad: (s) => ({ history_id: s.gen, model: 'hunyuan3d-lowpoly', face_limit: 'tiny' }),
+    error: [400, 'face_limit_out_of_range', 'face_limit'],
+    input: (i) => assert.equal(i.face_limit, 'medium'),
   },
   { rule: 'smart low-poly part names need a segmented source', path: E('smart-lowpoly'), ok: (s) => ({ history_id: s.seg, model: LOWPOLY, part_names: ['head'] }), bad: (s) => ({ history_id: s.gen, model: LOWPOLY, part_names: ['head'] }), error: [400, 'invalid_parameter', 'part_names'] },
   // Texture.
@@ -445,8 +482,13 @@ describe('3D request rules', () => {
     return { history: res.body.mesh3d_history_id ?? res.body.history_id, task: res.body.task_id };
   };
 
+  const catalogDir = tempDataDir();
+
   before(async () => {
-    srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify(CONFIG) }, { engines: { engineFor: () => scriptedEngine } });
+    const builtin = JSON.parse(fs.readFileSync(BUILTIN_CATALOG_PATH, 'utf8')) as Json;
+    const catalogPath = path.join(catalogDir, 'catalog.json');
+    fs.writeFileSync(catalogPath, JSON.stringify({ ...builtin, providers: [...builtin.providers, ...EXTRA_CATALOG.providers], baseModels: [...builtin.baseModels, ...EXTRA_CATALOG.baseModels] }));
+    srv = await startTestServer({ CATALOG_PATH: catalogPath, GENGATE_CONFIG: JSON.stringify(CONFIG) }, { engines: { engineFor: () => scriptedEngine } });
     token = await srv.tokenFor('mesh-user');
     const gen = await made(T, text('tripo-v3.1'));
     s.gen = gen.history;
@@ -478,6 +520,7 @@ describe('3D request rules', () => {
 
   after(async () => {
     await srv?.close();
+    fs.rmSync(catalogDir, { recursive: true, force: true });
   });
 
   for (const [group, rules] of [['generation', GENERATION_RULES], ['edit', EDIT_RULES]] as const) {

@@ -208,7 +208,6 @@ export const EDIT_OPERATIONS = {
 } as const satisfies Record<string, { path: string; body: TSchema }>;
 
 export type EditOperation = keyof typeof EDIT_OPERATIONS;
-export type EditBody<Op extends EditOperation> = Static<(typeof EDIT_OPERATIONS)[Op]['body']>;
 
 export const GENERATION_KINDS = {
   text: GenerateTextBody,
