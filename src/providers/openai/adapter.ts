@@ -1,7 +1,7 @@
 import type { AdapterFactory } from '../registry.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationOutput, type InputFile, type RunContext } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile, type RunContext } from '../spec.ts';
 import { UpstreamClient, UpstreamError, type UpstreamResponse } from '../upstream-client.ts';
-import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText } from './mapping.ts';
+import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -24,6 +24,11 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
   // Result URLs point at storage hosts: fetched without the API key.
   const downloads = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
 
+  function endpointOf(job: GenerationJob): ImageEndpoint {
+    if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+    return job.endpoint;
+  }
+
   async function send(rc: RunContext, path: string, body: { json: unknown } | { body: FormData }): Promise<UpstreamResponse> {
     try {
       return await api.request({ path, ...body, signal: rc.signal });
@@ -37,17 +42,17 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
   return {
     cancellable: false,
     check(job) {
-      if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+      endpointOf(job);
     },
     async run(job, rc): Promise<GenerationOutput> {
-      if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+      const endpoint = endpointOf(job);
       if (job.saved?.[SAVED_KEY]) throw new TaskFailedError('the request to the image provider was interrupted by a restart; it is not sent again because it may already have been billed');
       const log = ctx.logger.child({ taskId: job.taskId });
-      const { fields, warnings } = imageRequestFields(job.endpoint, job.input, job.model);
+      const { fields, warnings } = imageRequestFields(endpoint, job.input, job.model);
       if (warnings.length > 0) log.warn({ warnings }, 'request options the upstream does not take were dropped');
 
       let body: { json: unknown } | { body: FormData };
-      if (job.endpoint === 'images.edits') {
+      if (endpoint === 'images.edits') {
         const images: InputFile[] = [];
         for (const ref of refsOf(job.input.image)) images.push(await rc.readInput(ref));
         if (images.length === 0) throw new TaskFailedError('an image edit needs at least one image');
@@ -57,7 +62,7 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
         body = { json: fields };
       }
       await rc.remember({ [SAVED_KEY]: { sent_at: Date.now() } });
-      const res = await send(rc, job.endpoint === 'images.edits' ? '/images/edits' : '/images/generations', body);
+      const res = await send(rc, endpoint === 'images.edits' ? '/images/edits' : '/images/generations', body);
       let parsed: unknown;
       try {
         parsed = res.json();
