@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import pino from 'pino';
 import { NodeIO } from '@gltf-transform/core';
 import { loadCatalog } from '../src/catalog/catalog.ts';
@@ -7,6 +8,8 @@ import { tripoAdapter } from '../src/providers/tripo/adapter.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
 import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY, sampleGlb } from './fakes/tripo-upstream.ts';
 import { runContext } from './support/run-context.ts';
+import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -233,5 +236,167 @@ describe('Tripo adapter: edits', () => {
       assert.throws(() => engine.check!(job(alias!, endpoint!, { history_id: 'h', part_names: ['x'], animations: ['preset:walk'], source: editSource('x', 'rodin') })), TaskRejectedError);
     }
     assert.throws(() => engine.check!(job('tripo-v3.1', 'video.generations', {})), /does not run video.generations/);
+  });
+});
+
+// ---- through the gateway over HTTP ----
+
+const KEY_ENV = 'GENGATE_TEST_TRIPO_KEY';
+const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+
+function gatewayEnv(fake: FakeTripo, tripo: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, string> {
+  return {
+    GENGATE_CONFIG: JSON.stringify({
+      providers: {
+        tripo: { base_url: fake.baseUrl, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...tripo },
+        ...extra,
+      },
+    }),
+  };
+}
+
+async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
+  const res = await srv.fetch(path, { method: 'POST', token, json: body });
+  const json = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(json));
+  return json;
+}
+
+async function settled(srv: TestServer, token: string, taskId: string, statuses = TERMINAL): Promise<Json> {
+  return eventually(`task ${taskId} in ${statuses.join('/')}`, async () => {
+    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
+    return statuses.includes(record.queue_status?.status) ? record.queue_status : undefined;
+  }, 20_000);
+}
+
+describe('Tripo through the gateway', () => {
+  let fake: FakeTripo;
+  let srv: TestServer;
+  let token: string;
+  before(async () => {
+    process.env[KEY_ENV] = TRIPO_KEY;
+    fake = await FakeTripo.start();
+    srv = await startTestServer({ ...gatewayEnv(fake, {}, { rodin: { adapter: 'local' } }), TASK_LEASE_MS: '500' });
+    token = await srv.tokenFor('maker');
+  });
+  after(async () => {
+    await srv?.close();
+    await fake?.close();
+  });
+
+  it('text generation: the exact task sent, a successful record with its files served by role', async () => {
+    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'a copper kettle', geometry_quality: 'detailed', face_limit: 1500000 });
+    assert.ok(reply.mesh3d_history_id && reply.material_id);
+    const record = await settled(srv, token, reply.task_id);
+    assert.equal(record.status, 'success', JSON.stringify(record));
+    assert.deepEqual(fake.submits.at(-1), { type: 'text_to_model', model_version: 'v3.1-20260211', prompt: 'a copper kettle', face_limit: 1500000, texture: true, pbr: false, geometry_quality: 'detailed' });
+    assert.deepEqual(record.output_content.map((o: Json) => [o.type, o.role, o.filename]), [['3d', 'model', 'model.glb'], ['3d', 'base_model', 'base_model.glb'], ['image', 'preview', 'preview.webp']]);
+    const model = await fetch(record.output_content[0].url);
+    assert.equal(model.headers.get('content-type'), 'model/gltf-binary');
+    const doc = await new NodeIO().readBinary(new Uint8Array(await model.arrayBuffer()));
+    assert.equal(doc.getRoot().listNodes().length, 1);
+    assert.equal(record.data.billings.length, 1);
+  });
+
+  it('edits of that history take its Tripo task id: segmentation, then completion of a part it named', async () => {
+    const generated = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.0', prompt: 'a knight' });
+    assert.equal((await settled(srv, token, generated.task_id)).status, 'success');
+    const generationTask = [...fake.tasks.values()].at(-1)!.id;
+    const seg = await post(srv, token, '/v1/mesh3d/edit/segmentation', { history_id: generated.mesh3d_history_id, model: 'tripo-segment-v1.0' });
+    assert.equal((await settled(srv, token, seg.task_id)).status, 'success');
+    assert.deepEqual(fake.submits.at(-1), { type: 'mesh_segmentation', model_version: 'v1.0-20250506', original_model_task_id: generationTask });
+    const segmentationTask = [...fake.tasks.values()].at(-1)!.id;
+    const done = await post(srv, token, '/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: 'tripo-segment-v1.0', part_names: ['torso'] });
+    assert.equal((await settled(srv, token, done.task_id)).status, 'success');
+    assert.deepEqual(fake.submits.at(-1), { type: 'mesh_completion', model_version: 'v1.0-20250506', original_model_task_id: segmentationTask, part_names: ['torso'] });
+  });
+
+  it('a model made by another engine is uploaded and imported before its rig check', async () => {
+    const local = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-medium', prompt: 'a small dog' });
+    assert.equal((await settled(srv, token, local.task_id)).status, 'success');
+    const check = await post(srv, token, '/v1/mesh3d/edit/check-riggable', { history_id: local.mesh3d_history_id, model: 'tripo-rig-v2.5' });
+    const record = await settled(srv, token, check.task_id);
+    assert.equal(record.status, 'success', JSON.stringify(record));
+    const [imported, edit] = fake.submits.slice(-2);
+    assert.equal(imported!.type, 'import_model');
+    const uploaded = fake.objects.get((imported!.file as Json).object.key)!;
+    assert.equal(uploaded.subarray(0, 4).toString('latin1'), 'glTF', 'the local model file was uploaded');
+    const importTask = [...fake.tasks.values()].find((t) => t.body.type === 'import_model')!.id;
+    assert.deepEqual(edit, { type: 'animate_prerigcheck', original_model_task_id: importTask });
+  });
+
+  it('an upstream failure ends the task failed with Tripo\'s message as original_error_message', async () => {
+    fake.plans = [{ outcome: 'banned', errorCode: 2008, errorMsg: 'Task is rejected because the input violates our content policy.' }, { outcome: 'success', runningPolls: 1 }];
+    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'something banned' });
+    const record = await settled(srv, token, reply.task_id);
+    assert.equal(record.status, 'failed');
+    assert.equal(record.message, 'Tripo task banned (error 2008)');
+    assert.equal(record.original_error_message, 'Task is rejected because the input violates our content policy.');
+  });
+
+  it('a 429 from Tripo is retried after its Retry-After and the task succeeds', async () => {
+    fake.server.inject('POST', '/v2/openapi/task', { status: 429, body: { code: 2000, message: 'You have exceeded the limit of generation.' }, headers: { 'retry-after': '0' } });
+    const before = fake.requests.length;
+    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'retry me' });
+    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+    const posts = fake.requests.slice(before).filter((r) => r.method === 'POST' && r.path === '/v2/openapi/task');
+    assert.equal(posts.length, 2, 'the refused submit was sent again');
+    assert.deepEqual(posts[0]!.json, posts[1]!.json);
+  });
+
+  it('cancel answers 409 task_not_cancellable and the task carries on to success', async () => {
+    fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
+    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'slow' });
+    await settled(srv, token, reply.task_id, ['process']);
+    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
+    assert.equal(res.status, 409);
+    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
+    fake.finish([...fake.tasks.values()].find((t) => t.body.prompt === 'slow')!.id);
+    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+  });
+});
+
+describe('Tripo through the gateway: waiting limits and restarts', () => {
+  let fake: FakeTripo;
+  before(async () => {
+    process.env[KEY_ENV] = TRIPO_KEY;
+    fake = await FakeTripo.start();
+  });
+  after(() => fake.close());
+
+  it('a task still running upstream after max_wait_ms fails with a clear message', async () => {
+    fake.plans = [{ outcome: 'stall' }];
+    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
+    try {
+      const token = await srv.tokenFor('waiter');
+      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-p1', prompt: 'forever' });
+      const record = await settled(srv, token, reply.task_id);
+      assert.equal(record.status, 'failed');
+      assert.equal(record.message, 'the upstream task did not finish within 1 s');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('a run resumed after a restart polls the same Tripo task: one submit', async () => {
+    fake.plans = [{ outcome: 'stall' }];
+    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
+    let srv = await startTestServer(env);
+    try {
+      const token = await srv.tokenFor('restarter');
+      const before = fake.submits.length;
+      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'survive a restart' });
+      const task = await eventually('the upstream task polled', () => [...fake.tasks.values()].find((t) => t.body.prompt === 'survive a restart' && t.polls > 0));
+      await srv.close();
+      fake.finish(task.id);
+      srv = await startTestServer(env);
+      const record = await settled(srv, token, reply.task_id);
+      assert.equal(record.status, 'success', JSON.stringify(record));
+      assert.equal(fake.submits.length - before, 1, 'submitted once');
+      assert.equal(record.output_content.find((o: Json) => o.role === 'model').filename, 'model.glb');
+    } finally {
+      await srv.close();
+      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
+    }
   });
 });
