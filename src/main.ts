@@ -30,6 +30,7 @@ import { GenerationService } from './tasks/generation-service.ts';
 import { createChatModelRegistry, createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
+import { createAgentServices } from './agent/agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
 import { withDigitalHumanResources } from './digital-human/digital-human-engines.ts';
@@ -89,11 +90,13 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
   const engines = withDigitalHumanResources(parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' })), digitalHumans);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
+  const chatModels = createChatModelRegistry(settings, logger.child({ component: 'providers' }));
+  const conversations = new ConversationsRepo(db);
   const chat = new ChatService({
-    models: createChatModelRegistry(settings, logger.child({ component: 'providers' })),
+    models: chatModels,
     resolveModel: (alias, capabilities) => generations.resolveModel(alias, capabilities),
     files,
-    conversations: new ConversationsRepo(db),
+    conversations,
     maxFileBytes: settings.maxFileBytes,
   });
   const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
@@ -102,7 +105,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat };
+  const agents = await createAgentServices({ db, bus, catalog, generations, tasks, files, chatModels, conversations, settings, logger: logger.child({ component: 'agent' }) });
+  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat, agents };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
   app.server.on('upgrade', realtime.upgradeListener('/realtime'));
@@ -131,7 +135,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       // WebSocket connections first: the HTTP servers wait for every open connection.
       await realtime.close();
       await realtimeServer?.close();
-      // Synchronous callers still waiting get the async body, so the HTTP server can close.
+      // Agent streams end, and synchronous callers still waiting get the async body, so the HTTP server can close.
+      agents.close();
       tasks.close();
       await app.close();
       await queue.stop();

@@ -63,6 +63,12 @@ export const GengateConfig = Type.Object({
     /** How long uploaded files live, in milliseconds (default 24 h). */
     file_retention_ms: Type.Optional(Type.Integer({ minimum: 1 })),
   }, { additionalProperties: false })),
+  /** The /v1/responses agent: tools that wait for the user's agent.approval, how long, and model calls per run. */
+  agent: Type.Optional(Type.Object({
+    approval_tools: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    approval_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+    max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
+  }, { additionalProperties: false })),
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
 

@@ -19,6 +19,9 @@ import { assetRoutes } from './routes/assets.ts';
 import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
 import { chatRoutes } from './routes/chat.ts';
+import { responseRoutes } from './routes/responses.ts';
+import { skillRoutes } from './routes/skills.ts';
+import { agentRoutes } from './routes/agents.ts';
 import { generationRoutes } from './routes/generations.ts';
 import { videoRoutes } from './routes/video.ts';
 import { digitalHumanRoutes } from './routes/digital-human.ts';
@@ -138,5 +141,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(imageEditRoutes(services));
   await app.register(taskRoutes(services));
   await app.register(chatRoutes(services));
+  await app.register(responseRoutes(services));
+  await app.register(skillRoutes(services));
+  await app.register(agentRoutes(services));
   return app;
 }

@@ -15,6 +15,7 @@ import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
 import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
+import type { AgentServices } from '../agent/agent-services.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -41,4 +42,6 @@ export interface AppServices {
   digitalHumans: DigitalHumanService;
   /** Chat completions (POST /v1/chat/completions). */
   chat: ChatService;
+  /** The /v1/responses agent, personal skills and knowledge-base agents. */
+  agents: AgentServices;
 }

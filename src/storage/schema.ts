@@ -14,6 +14,11 @@ export interface Database {
   ws_tickets: WsTicketRow;
   conversations: ConversationRow;
   conversation_messages: ConversationMessageRow;
+  skills: SkillRow;
+  agents: AgentRow;
+  agent_documents: AgentDocumentRow;
+  agent_document_chunks: AgentDocumentChunkRow;
+  agent_runs: AgentRunRow;
   digital_humans: DigitalHumanRow;
   mesh3d_histories: Mesh3dHistoryRow;
   mesh3d_materials: Mesh3dMaterialRow;
@@ -268,4 +273,54 @@ export interface ConversationMessageRow {
   /** JSON of the message as stored (media by URL, never base64 audio, files or video). */
   message: string;
   created_at: number;
+}
+
+/** A personal skill of the /v1/responses agent: instructions, references and assets for the model. */
+export interface SkillRow {
+  id: string;
+  owner_id: string;
+  name: string;
+  description: string;
+  instructions: string;
+  /** JSON array of {name, content}. */
+  references_json: string;
+  /** JSON array of {name, description, url, file_type}. */
+  assets_json: string;
+  created_at: number;
+}
+
+/** A knowledge-base agent; owner_id null for a deployment-wide agent (created with the admin token). */
+export interface AgentRow {
+  id: string;
+  owner_id: string | null;
+  name: string;
+  instructions: string | null;
+  /** 1 for the deployment's main agent (useGlobalMainAgent), else 0. */
+  main: number;
+  created_at: number;
+}
+
+export interface AgentDocumentRow {
+  id: string;
+  agent_id: string;
+  title: string;
+  content: string;
+  created_at: number;
+}
+
+/** A passage of a document as the full-text index holds it (FTS5 on SQLite, tsvector on PostgreSQL). */
+export interface AgentDocumentChunkRow {
+  document_id: string;
+  agent_id: string;
+  seq: number;
+  title: string;
+  content: string;
+}
+
+/** An agent stream running now, so POST /v1/responses/cancel on any instance finds it. */
+export interface AgentRunRow {
+  owner_id: string;
+  request_id: string;
+  instance_id: string;
+  started_at: number;
 }

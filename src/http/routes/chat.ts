@@ -12,7 +12,7 @@ const nonEmpty: Schema = { type: 'string', minLength: 1 };
 const link = (extra: Record<string, Schema> = {}): Schema => ({ type: 'object', required: ['url'], properties: { url: nonEmpty, ...extra } });
 
 /** A content part: each type requires its own field (if/then, so a missing one is named exactly). */
-const ContentPart: Schema = {
+export const ContentPart: Schema = {
   type: 'object',
   required: ['type'],
   properties: {

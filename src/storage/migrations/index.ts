@@ -7,6 +7,7 @@ import * as taskSavedState from './0005-task-saved-state.ts';
 import * as mesh3d from './0006-mesh3d.ts';
 import * as digitalHuman from './0007-digital-human.ts';
 import * as conversations from './0008-conversations.ts';
+import * as agents from './0009-agents.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -18,4 +19,5 @@ export const migrations: Record<string, Migration> = {
   '0006_mesh3d': mesh3d,
   '0007_digital_human': digitalHuman,
   '0008_conversations': conversations,
+  '0009_agents': agents,
 };
