@@ -12,11 +12,15 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
-/** Starts `gengate serve` as its own process (as an operator would) on a free port with a fresh DATA_DIR. */
-export async function startBenchServer(env: Record<string, string> = {}): Promise<BenchServer> {
+/**
+ * Starts `gengate serve` as its own process (as an operator would) on a free port with a fresh
+ * DATA_DIR; with `built`, the compiled JavaScript of `npm run build` runs, as `npm start` does.
+ */
+export async function startBenchServer(env: Record<string, string> = {}, opts: { built?: boolean } = {}): Promise<BenchServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-bench-'));
   const adminToken = 'bench-admin-token';
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+  const args = opts.built ? ['--enable-source-maps', 'dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
+  const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });

@@ -128,14 +128,16 @@ export interface ChatModelRegistry {
 }
 
 /**
- * Chat models of a provider configured with a base_url speak the OpenAI chat API there (OpenAI,
- * vLLM, Ollama, DeepSeek, …); everything else (and `adapter: "local"`) answers from the local chat model.
+ * Chat models of a provider configured with a base_url (or with the `openai` adapter, whose base
+ * URL defaults to OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …);
+ * everything else (and `adapter: "local"`) answers from the local chat model.
  */
 export function createChatModelRegistry(settings: Settings, logger: Logger): ChatModelRegistry {
   const local = new LocalChatModel();
   const byProvider = new Map<string, ChatModel>();
   for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
-    if ((providerSettings.adapter ?? provider) === 'local' || !providerSettings.base_url) continue;
+    const adapter = providerSettings.adapter ?? provider;
+    if (adapter === 'local' || (!providerSettings.base_url && adapter !== 'openai')) continue;
     byProvider.set(provider, createOpenAiChatModel(adapterContext(provider, providerSettings, logger)));
   }
   return { chatModelFor: (model) => byProvider.get(model.providerCode) ?? local };

@@ -72,13 +72,15 @@ export class OpenAiChatModel implements ChatModel {
   }
 }
 
-/** The chat model of a provider configured with a base URL (GENGATE_CONFIG providers.<code>). */
+/** Where the `openai` adapter's provider is served when its settings name no base_url. */
+const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+
+/** The chat model of a configured provider (GENGATE_CONFIG providers.<code>). */
 export function createOpenAiChatModel(ctx: AdapterContext): ChatModel {
-  if (!ctx.baseURL) throw new Error(`provider ${ctx.provider}: a chat model needs base_url`);
   const timeoutMs = ctx.client.timeoutMs!;
   const transport = new ChatTransport({
     provider: ctx.provider,
-    baseURL: ctx.baseURL,
+    baseURL: ctx.baseURL ?? OPENAI_BASE_URL,
     apiKey: ctx.apiKey,
     timeoutMs,
     concurrency: ctx.client.concurrency!,
