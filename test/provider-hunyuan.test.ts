@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import pino from 'pino';
 import { loadCatalog } from '../src/catalog/catalog.ts';
 import { hunyuanAdapter } from '../src/providers/hunyuan/adapter.ts';
@@ -7,6 +8,8 @@ import { TaskFailedError, TaskRejectedError, type GenerationEngine, type Generat
 import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/hunyuan-upstream.ts';
 import { sampleGlb } from './fakes/tripo-upstream.ts';
 import { runContext } from './support/run-context.ts';
+import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 const catalog = loadCatalog({ config: {} });
 const IMG = 'https://images.example/';
@@ -123,5 +126,132 @@ describe('Hunyuan adapter: signed actions and results', () => {
     assert.throws(() => engine.check!(job('hunyuan3d-pro-3.0', 'mesh3d.edit.rig', {})), TaskRejectedError);
     assert.throws(() => engine.check!(job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'x' }, 'hunyuan3d-max-9')), /no model hunyuan3d-max-9/);
     assert.throws(() => engineFor(fake, 'only-one-part').check!(job('hunyuan3d-pro-3.0', 'mesh3d.generate.text', { prompt: 'x' })), /SecretId:SecretKey/);
+  });
+});
+
+// ---- through the gateway over HTTP ----
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+const KEY_ENV = 'GENGATE_TEST_HUNYUAN_KEY';
+const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+
+function gatewayEnv(fake: FakeHunyuan, hunyuan: Record<string, unknown> = {}): Record<string, string> {
+  return { GENGATE_CONFIG: JSON.stringify({ providers: { hunyuan: { base_url: fake.server.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...hunyuan } } }) };
+}
+
+async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
+  const res = await srv.fetch(path, { method: 'POST', token, json: body });
+  const json = await res.json();
+  assert.equal(res.status, 200, JSON.stringify(json));
+  return json;
+}
+
+async function settled(srv: TestServer, token: string, taskId: string, statuses = TERMINAL): Promise<Json> {
+  return eventually(`task ${taskId} in ${statuses.join('/')}`, async () => {
+    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
+    return statuses.includes(record.queue_status?.status) ? record.queue_status : undefined;
+  }, 20_000);
+}
+
+describe('Hunyuan through the gateway', () => {
+  let fake: FakeHunyuan;
+  let srv: TestServer;
+  let token: string;
+  before(async () => {
+    process.env[KEY_ENV] = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`;
+    fake = await FakeHunyuan.start();
+    srv = await startTestServer(gatewayEnv(fake));
+    token = await srv.tokenFor('potter');
+  });
+  after(async () => {
+    await srv?.close();
+    await fake?.close();
+  });
+
+  it('Pro 3.1 multiview: signed submit with the views, a successful record with served files', async () => {
+    const views = ['front', 'left_front', 'back', 'top'].map((v) => ({ view_type: v, file: { url: `${IMG}${v}.png` } }));
+    const reply = await post(srv, token, '/v1/mesh3d/generate/multiview', { model: 'hunyuan3d-pro-3.1', view_images: views, enable_pbr: true, enable_texture: true });
+    const record = await settled(srv, token, reply.task_id);
+    assert.equal(record.status, 'success', JSON.stringify(record));
+    assert.deepEqual(fake.submits.at(-1), {
+      action: 'SubmitHunyuanTo3DProJob',
+      payload: { Model: '3.1', ImageUrl: `${IMG}front.png`, MultiViewImages: ['left_front', 'back', 'top'].map((v) => ({ ViewType: v, ViewImageUrl: `${IMG}${v}.png` })), EnablePBR: true },
+    });
+    assert.deepEqual(record.output_content.map((o: Json) => [o.type, o.role, o.filename]), [['3d', 'model', 'model.glb'], ['image', 'preview', 'preview.png']]);
+    const model = await fetch(record.output_content[0].url);
+    assert.equal(model.headers.get('content-type'), 'model/gltf-binary');
+    assert.equal(Buffer.from(await model.arrayBuffer()).subarray(0, 4).toString('latin1'), 'glTF');
+  });
+
+  it('a failed job ends the task failed with Tencent\'s message; a 502 from the API gateway is retried', async () => {
+    fake.plans = [{ outcome: 'failed', errorCode: 'FailedOperation.GenerateFailed', errorMessage: 'Model generation failed, please try another image.' }, { outcome: 'success', runningPolls: 1 }];
+    const failed = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a broken vase' });
+    const record = await settled(srv, token, failed.task_id);
+    assert.equal(record.status, 'failed');
+    assert.equal(record.message, 'Hunyuan job failed (FailedOperation.GenerateFailed)');
+    assert.equal(record.original_error_message, 'Model generation failed, please try another image.');
+
+    fake.server.inject('POST', '/', { status: 502, body: 'Bad Gateway' });
+    const before = fake.submits.length;
+    const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a vase' });
+    assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
+    assert.equal(fake.submits.length - before, 2, 'the submit answered 502 was sent again');
+  });
+
+  it('cancel answers 409 task_not_cancellable', async () => {
+    fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
+    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'slow' });
+    // Tencent reports no progress while a job runs: the task stays `started` until the end.
+    const job = await eventually('the job queried', () => [...fake.jobs.values()].find((j) => j.payload.Prompt === 'slow' && j.polls > 0));
+    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
+    assert.equal(res.status, 409);
+    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
+    fake.finish(job.id);
+    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+  });
+});
+
+describe('Hunyuan through the gateway: waiting limits and restarts', () => {
+  let fake: FakeHunyuan;
+  before(async () => {
+    process.env[KEY_ENV] = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`;
+    fake = await FakeHunyuan.start();
+  });
+  after(() => fake.close());
+
+  it('max_wait_ms fails a job still running', async () => {
+    fake.plans = [{ outcome: 'stall' }];
+    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
+    try {
+      const token = await srv.tokenFor('waiter');
+      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'forever' });
+      const record = await settled(srv, token, reply.task_id);
+      assert.equal(record.status, 'failed');
+      assert.equal(record.message, 'the upstream task did not finish within 1 s');
+    } finally {
+      await srv.close();
+    }
+  });
+
+  it('a restart resumes querying the same job: one submit', async () => {
+    fake.plans = [{ outcome: 'stall' }];
+    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
+    let srv = await startTestServer(env);
+    try {
+      const token = await srv.tokenFor('restarter');
+      const before = fake.submits.length;
+      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'survive' });
+      const job = await eventually('the job queried', () => [...fake.jobs.values()].find((j) => j.payload.Prompt === 'survive' && j.polls > 0));
+      await srv.close();
+      fake.finish(job.id);
+      srv = await startTestServer(env);
+      assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+      assert.equal(fake.submits.length - before, 1, 'submitted once');
+    } finally {
+      await srv.close();
+      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
+    }
   });
 });
