@@ -190,6 +190,9 @@ describe('Rodin through the gateway', () => {
     fake.server.inject('POST', '/api/v2/status', { status: 503, body: { error: 'SERVICE_UNAVAILABLE' } });
     const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a bell' });
     assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
+    const task = [...fake.tasks.values()].at(-1)!;
+    const statusCalls = fake.requests.filter((r) => r.path === '/api/v2/status' && r.json?.subscription_key === task.subscriptionKey).length;
+    assert.equal(statusCalls, task.polls + 1, 'the status query answered 503 was sent again');
   });
 
   it('cancel answers 409 task_not_cancellable', async () => {
