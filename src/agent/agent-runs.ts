@@ -14,6 +14,10 @@ export interface RunHandle {
 /** How an approval request ended. */
 export type ApprovalOutcome = 'approved' | 'rejected' | 'timed_out';
 
+function runKey(ownerId: string, requestId: string): string {
+  return `${ownerId}\n${requestId}`;
+}
+
 function cancelled(requestId: string): ApiError {
   return new ApiError('request_cancelled', `request ${requestId} was cancelled`, 'requestId');
 }
@@ -25,13 +29,13 @@ function cancelled(requestId: string): ApiError {
  * realtime gateway's `agent.approval` messages.
  */
 export class AgentRuns {
-  private readonly running = new Map<string, { ownerId: string; controller: AbortController }>();
+  /** By owner and request id: request ids are the clients' own, so two users may use the same one. */
+  private readonly running = new Map<string, AbortController>();
   private readonly unsubscribe: () => void;
 
   constructor(private readonly deps: { repo: AgentsRepo; bus: EventBus; instanceId: string }) {
     this.unsubscribe = deps.bus.subscribe('agent.cancel', ({ requestId, ownerId }) => {
-      const run = this.running.get(requestId);
-      if (run?.ownerId === ownerId) run.controller.abort(cancelled(requestId));
+      this.running.get(runKey(ownerId, requestId))?.abort(cancelled(requestId));
     });
   }
 
@@ -46,7 +50,8 @@ export class AgentRuns {
       throw new ApiError('request_already_running', `a response with requestId ${requestId} is still running`, 'requestId');
     }
     const controller = new AbortController();
-    this.running.set(requestId, { ownerId, controller });
+    const key = runKey(ownerId, requestId);
+    this.running.set(key, controller);
     let finished = false;
     return {
       signal: controller.signal,
@@ -54,7 +59,7 @@ export class AgentRuns {
       finish: async () => {
         if (finished) return;
         finished = true;
-        if (this.running.get(requestId)?.controller === controller) this.running.delete(requestId);
+        if (this.running.get(key) === controller) this.running.delete(key);
         await this.deps.repo.finishRun(ownerId, requestId);
       },
     };
@@ -92,6 +97,6 @@ export class AgentRuns {
   /** Aborts every run of this instance (shutdown) and stops listening. */
   close(reason: unknown): void {
     this.unsubscribe();
-    for (const run of this.running.values()) run.controller.abort(reason);
+    for (const controller of this.running.values()) controller.abort(reason);
   }
 }

@@ -61,7 +61,7 @@ function notFound(id: string): ApiError {
  */
 export function skillsPrompt(skills: readonly SkillInput[]): string {
   const sections = skills.map((skill) => {
-    const lines = [`## Skill: ${skill.name}`, skill.description, '', '### Instructions', skill.instructions];
+    const lines = [`## Skill: ${skill.name}`, ...(skill.description ? [skill.description] : []), '', '### Instructions', skill.instructions];
     if (skill.references?.length) {
       lines.push('', '### References');
       for (const reference of skill.references) lines.push(`#### ${reference.name}`, reference.content);

@@ -1,0 +1,35 @@
+import assert from 'node:assert/strict';
+import { createParser } from 'eventsource-parser';
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Json = any;
+
+/** The `data` of each event of a server-sent-events response, as it arrives. */
+export async function* sseData(res: Response): AsyncGenerator<string> {
+  const queue: string[] = [];
+  const parser = createParser({ onEvent: (event) => void queue.push(event.data) });
+  const decoder = new TextDecoder();
+  for await (const bytes of res.body!) {
+    parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
+    while (queue.length > 0) yield queue.shift()!;
+  }
+}
+
+/**
+ * A whole agent stream: its JSON events, checked to end with exactly one `[DONE]`, after a 200
+ * answer of type text/event-stream.
+ */
+export async function agentEvents(res: Response): Promise<Json[]> {
+  assert.equal(res.status, 200, `the stream answered ${res.status}`);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  const data: string[] = [];
+  for await (const each of sseData(res)) data.push(each);
+  assert.equal(data[data.length - 1], '[DONE]', 'the stream ends with [DONE]');
+  assert.equal(data.filter((d) => d === '[DONE]').length, 1, '[DONE] comes once');
+  return data.slice(0, -1).map((d) => JSON.parse(d));
+}
+
+/** The run items of base agent mode, in order. */
+export function runItems(events: Json[]): Json[] {
+  return events.filter((e) => e.type === 'run_item_stream_event').map((e) => e.item);
+}
