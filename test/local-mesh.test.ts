@@ -3,6 +3,12 @@ import assert from 'node:assert/strict';
 import { Document, NodeIO, type Node } from '@gltf-transform/core';
 import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
 import sharp from 'sharp';
+import { Box3, type Object3D, type SkinnedMesh } from 'three';
+import { unzipSync } from 'three/examples/jsm/libs/fflate.module.js';
+import { FBXLoader } from 'three/examples/jsm/loaders/FBXLoader.js';
+import { OBJLoader } from 'three/examples/jsm/loaders/OBJLoader.js';
+import { STLLoader } from 'three/examples/jsm/loaders/STLLoader.js';
+import { USDLoader } from 'three/examples/jsm/loaders/USDLoader.js';
 import { LocalEngine } from '../src/providers/local/local-engine.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
 import { runContext } from './support/run-context.ts';
@@ -320,3 +326,181 @@ describe('local mesh edits', () => {
     await assert.rejects(edit('retarget_animation', await figureModel(), { animation: 'preset:walk' }), TaskRejectedError);
   });
 });
+
+const arrayBuffer = (b: Buffer) => b.buffer.slice(b.byteOffset, b.byteOffset + b.length) as ArrayBuffer;
+
+/** Triangles of the meshes three loaded. */
+function loadedTriangles(root: Object3D): number {
+  let count = 0;
+  root.traverse((o) => {
+    const geometry = (o as { geometry?: { index: { count: number } | null; attributes: { position: { count: number } } } }).geometry;
+    if (geometry) count += (geometry.index?.count ?? geometry.attributes.position.count) / 3;
+  });
+  return count;
+}
+
+/** Names and data offsets of a zip's entries, read from the local headers in file order. */
+function zipLayout(zip: Buffer): { name: string; dataOffset: number; method: number }[] {
+  const entries = [];
+  for (let offset = 0; zip.readUInt32LE(offset) === 0x04034b50; ) {
+    const size = zip.readUInt32LE(offset + 18), nameLength = zip.readUInt16LE(offset + 26), extraLength = zip.readUInt16LE(offset + 28);
+    const dataOffset = offset + 30 + nameLength + extraLength;
+    entries.push({ name: zip.toString('utf8', offset + 30, offset + 30 + nameLength), dataOffset, method: zip.readUInt16LE(offset + 8) });
+    offset = dataOffset + size;
+  }
+  return entries;
+}
+
+function unzip(data: Buffer): Record<string, Buffer> {
+  return Object.fromEntries(Object.entries(unzipSync(new Uint8Array(data))).map(([name, bytes]) => [name, Buffer.from(bytes)]));
+}
+
+describe('local mesh conversion', () => {
+  let textured: Buffer;
+  let rigged: GenerationOutput;
+  const texturedModel = async () => (textured ??= fileOf(await run('generate.text', { prompt: 'a brown dog', face_limit: 4000, enable_pbr: true }), 'model').data);
+  const riggedModel = async () => {
+    if (rigged) return rigged;
+    const plain = fileOf(await run('generate.text', { prompt: 'a robot character', face_limit: 3000, enable_texture: false }), 'model').data;
+    const rig = await edit('rig', plain, { rig_type: 'biped' });
+    rigged = await edit('retarget_animation', fileOf(rig, 'model').data, { animations: ['preset:run'] }, { rig: rig.extra?.rig });
+    return rigged;
+  };
+  const convert = async (source: Buffer, input: Record<string, unknown>) => {
+    const out = await edit('convert', source, input);
+    assert.equal(out.files.length, 1);
+    return { out, file: fileOf(out, 'model') };
+  };
+
+  it('writes a self-contained GLTF within the face limit, textures shrunk and re-encoded', async () => {
+    const { out, file } = await convert(await texturedModel(), { format: 'GLTF', face_limit: 1500, texture_size: 256 });
+    assert.equal(file.mimeType, 'model/gltf+json');
+    assert.match(file.fileName, /\.gltf$/);
+    const json = JSON.parse(file.data.toString('utf8'));
+    assert.ok(json.buffers.every((b: { uri: string }) => b.uri.startsWith('data:')));
+    const doc = await io.readJSON({ json, resources: {} });
+    assert.ok(triangles(doc) <= 1500 && triangles(doc) >= 1200);
+    assert.equal(out.extra?.format, 'gltf');
+    const texture = doc.getRoot().listTextures()[0]!;
+    assert.equal(texture.getMimeType(), 'image/jpeg');
+    assert.ok((await sharp(Buffer.from(texture.getImage()!)).metadata()).width! <= 256);
+    const webp = await convert(await texturedModel(), { format: 'GLTF', texture_format: 'WEBP' });
+    assert.ok(JSON.parse(webp.file.data.toString()).extensionsRequired.includes('EXT_texture_webp'));
+  });
+
+  it('writes OBJ as a zip of the .obj, its .mtl and textures, keeping quads and vertex colours', async () => {
+    const { file } = await convert(await texturedModel(), { format: 'OBJ', quad: true, face_limit: 1200, texture_format: 'PNG', export_vertex_colors: true });
+    assert.equal(file.mimeType, 'application/zip');
+    const files = unzip(file.data);
+    assert.deepEqual(Object.keys(files).sort(), ['base_color.png', 'model.mtl', 'model.obj']);
+    const obj = files['model.obj']!.toString();
+    const faces = obj.split('\n').filter((l) => l.startsWith('f '));
+    const quads = faces.filter((l) => l.split(' ').length === 5).length;
+    assert.ok(faces.length <= 1200 && quads > faces.length / 2, `${quads} quads of ${faces.length} faces`);
+    assert.equal(obj.split('\n').find((l) => l.startsWith('v '))!.split(' ').length, 7, 'v x y z r g b');
+    assert.match(files['model.mtl']!.toString(), /map_Kd base_color\.png/);
+    assert.equal(loadedTriangles(new OBJLoader().parse(obj)), faces.length + quads);
+    assert.equal((await sharp(files['base_color.png']!).metadata()).format, 'png');
+  });
+
+  it('writes binary STL triangles only', async () => {
+    const { file } = await convert(await texturedModel(), { format: 'STL', face_limit: 900 });
+    const count = file.data.readUInt32LE(80);
+    assert.equal(file.data.length, 84 + count * 50);
+    assert.ok(count <= 900 && count > 700);
+    assert.equal(new STLLoader().parse(arrayBuffer(file.data)).attributes.position!.count / 3, count);
+  });
+
+  it('writes 3MF: a zip with 3D/3dmodel.model holding the triangles, Z up, and its texture', async () => {
+    const { file } = await convert(await texturedModel(), { format: '3MF', face_limit: 1000 });
+    const files = unzip(file.data);
+    assert.ok(files['[Content_Types].xml'] && files['_rels/.rels']);
+    const model = files['3D/3dmodel.model']!.toString();
+    const triangleCount = (model.match(/<triangle /g) ?? []).length;
+    assert.ok(triangleCount <= 1000 && triangleCount > 800);
+    assert.match(model, /<m:texture2d id="\d+" path="\/3D\/Textures\/base_color\.jpg"/);
+    assert.ok(files['3D/Textures/base_color.jpg']);
+    // 3MF is Z up; the dog, longest front to back, faces +X by default: length on X, height on Z, width on Y.
+    const extent = (axis: string) => {
+      const values = [...model.matchAll(new RegExp(` ${axis}="(-?[\\d.e-]+)"`, 'g'))].map((m) => Number(m[1]));
+      return Math.max(...values) - Math.min(...values);
+    };
+    assert.ok(extent('x') > extent('z') && extent('z') > extent('y'), `x ${extent('x')} y ${extent('y')} z ${extent('z')}`);
+  });
+
+  it('writes USDZ: model.usda first, files stored and 64-byte aligned, readable by three', async () => {
+    const plain = fileOf(await run('generate.text', { prompt: 'a vase', face_limit: 800, enable_texture: false }), 'model').data;
+    const { file } = await convert(plain, { format: 'USDZ', quad: true, face_limit: 400 });
+    const layout = zipLayout(file.data);
+    assert.equal(layout[0]!.name, 'model.usda');
+    assert.ok(layout.every((e) => e.method === 0 && e.dataOffset % 64 === 0));
+    const usda = unzip(file.data)['model.usda']!.toString();
+    assert.match(usda, /^#usda 1\.0/);
+    assert.match(usda, /faceVertexCounts = \[4, 4/);
+    assert.ok(loadedTriangles(new USDLoader().parse(arrayBuffer(file.data))) > 0);
+    const withTexture = await convert(await texturedModel(), { format: 'USDZ' });
+    assert.ok(zipLayout(withTexture.file.data).some((e) => e.name === 'textures/base_color.jpg' && e.dataOffset % 64 === 0));
+  });
+
+  it('writes ASCII FBX that three reads back with its skin and animation, and embeds textures', async () => {
+    const { file, out } = await convert(fileOf(await riggedModel(), 'model').data, { format: 'FBX' });
+    assert.match(file.data.toString('utf8', 0, 40), /^; FBX 7\.4\.0 project file/);
+    assert.equal(out.extra?.format, 'fbx');
+    const group = new FBXLoader().parse(arrayBuffer(file.data), '');
+    let skinned: SkinnedMesh | undefined;
+    group.traverse((o) => void ((o as SkinnedMesh).isSkinnedMesh && (skinned = o as SkinnedMesh)));
+    assert.ok(skinned, 'a skinned mesh');
+    assert.ok(skinned.skeleton.bones.some((b) => b.name === 'LeftUpLeg'));
+    assert.deepEqual(group.animations.map((a) => a.name), ['preset:run']);
+    assert.ok(loadedTriangles(group) > 0);
+    const textured = (await convert(await texturedModel(), { format: 'FBX', texture_size: 128 })).file.data.toString();
+    const content = /Content: ,\n\t+"([A-Za-z0-9+/=]+)"/.exec(textured);
+    assert.ok(content, 'embedded texture');
+    assert.equal((await sharp(Buffer.from(content[1]!, 'base64')).metadata()).format, 'png');
+  });
+
+  it('applies scale, pivot, flat bottom and orientation', async () => {
+    const source = await texturedModel();
+    const boundsOf = async (input: Record<string, unknown>) => {
+      const json = JSON.parse((await convert(source, { format: 'GLTF', ...input })).file.data.toString());
+      const doc = await io.readJSON({ json, resources: {} });
+      const positions = doc.getRoot().listMeshes()[0]!.listPrimitives()[0]!.getAttribute('POSITION')!;
+      const node = doc.getRoot().listNodes().find((n) => n.getMesh())!;
+      const box = new Box3();
+      const matrix = node.getWorldMatrix();
+      const ys: number[] = [];
+      for (let i = 0; i < positions.getCount(); i++) {
+        const [x, y, z] = positions.getElement(i, [] as number[]);
+        const p = { x: matrix[0] * x! + matrix[4] * y! + matrix[8] * z! + matrix[12], y: matrix[1] * x! + matrix[5] * y! + matrix[9] * z! + matrix[13], z: matrix[2] * x! + matrix[6] * y! + matrix[10] * z! + matrix[14] };
+        box.expandByPoint(p as never);
+        ys.push(p.y);
+      }
+      return { box, ys };
+    };
+    const front = (await boundsOf({ export_orientation: '+y', face_limit: 100000 })).box;
+    const side = (await boundsOf({ face_limit: 100000 })).box;
+    // The dog is longest front to back: facing +x (the default) puts that length on X.
+    assert.ok(side.max.x - side.min.x > side.max.z - side.min.z);
+    assert.ok(front.max.y - front.min.y > front.max.x - front.min.x);
+    const scaled = (await boundsOf({ scale_factor: 2, face_limit: 100000 })).box;
+    assert.ok(Math.abs(scaled.max.y - scaled.min.y - 2 * (side.max.y - side.min.y)) < 1e-4);
+    const pivoted = (await boundsOf({ pivot_to_center_bottom: true, face_limit: 100000 })).box;
+    assert.ok(Math.abs(pivoted.min.y) < 1e-5 && Math.abs(pivoted.min.x + pivoted.max.x) < 1e-5 && Math.abs(pivoted.min.z + pivoted.max.z) < 1e-5);
+    const flat = await boundsOf({ flatten_bottom: true, flatten_bottom_threshold: 0.05, face_limit: 100000 });
+    const plain = await boundsOf({ face_limit: 100000 });
+    const onFloor = (ys: number[], min: number) => ys.filter((y) => y < min + 1e-6).length;
+    assert.ok(onFloor(flat.ys, flat.box.min.y) > onFloor(plain.ys, plain.box.min.y) + 10);
+  });
+
+  it('refuses what it cannot write, and converts deterministically', async () => {
+    await assert.rejects(convert(await texturedModel(), { format: 'GLTF', texture_format: 'OPEN_EXR' }), TaskRejectedError);
+    await assert.rejects(convert(await texturedModel(), { format: 'USDZ', texture_format: 'WEBP' }), TaskRejectedError);
+    await assert.rejects(convert(await texturedModel(), { format: 'PLY' }), TaskRejectedError);
+    await assert.rejects(convert(fileOf(await riggedModel(), 'model').data, { format: 'OBJ' }), TaskRejectedError);
+    for (const format of ['GLTF', 'USDZ', 'FBX', 'OBJ', 'STL', '3MF']) {
+      const [a, b] = [await convert(await texturedModel(), { format }), await convert(await texturedModel(), { format })];
+      assert.deepEqual(a.file.data, b.file.data, format);
+    }
+  });
+});
+

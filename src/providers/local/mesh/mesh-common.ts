@@ -429,3 +429,74 @@ export function worldSurface(doc: Document): MeshArrays {
   }
   return joinArrays(list);
 }
+
+/**
+ * The faces of a primitive's arrays as polygons of vertex indices: its first `quads` triangle
+ * pairs as quads (in the first triangle's winding), the rest as triangles.
+ */
+export function polygonsOf(arrays: MeshArrays, quads: number): number[][] {
+  const { indices } = arrays;
+  const point = quads > 0 ? positionRemap(arrays.positions) : null;
+  const polygons: number[][] = [];
+  for (let t = 0; t < indices.length / 3; t++) {
+    const tri = [indices[t * 3]!, indices[t * 3 + 1]!, indices[t * 3 + 2]!];
+    if (point && t < quads * 2 && t % 2 === 0) {
+      const next = [indices[t * 3 + 3]!, indices[t * 3 + 4]!, indices[t * 3 + 5]!];
+      const quad = quadOf(tri, next, point);
+      if (quad) {
+        polygons.push(quad);
+        t++;
+        continue;
+      }
+    }
+    polygons.push(tri);
+  }
+  return polygons;
+}
+
+/** Two triangles sharing an edge (by position) as one quad x, extra, y, z where x -> y is the shared edge in the first. */
+function quadOf(first: number[], second: number[], point: Uint32Array): number[] | null {
+  for (let k = 0; k < 3; k++) {
+    const x = first[k]!, y = first[(k + 1) % 3]!, z = first[(k + 2) % 3]!;
+    const shared = second.filter((v) => point[v] === point[x] || point[v] === point[y]);
+    const extra = second.find((v) => point[v] !== point[x] && point[v] !== point[y]);
+    if (shared.length === 2 && extra !== undefined) return [x, extra, y, z];
+  }
+  return null;
+}
+
+/** One primitive of the scene in world space, named after its node (numbered when a node has several). */
+export interface WorldPart {
+  name: string;
+  arrays: MeshArrays;
+  material: Material | null;
+  quads: number;
+}
+
+/** Every primitive with positions and normals in world space, for writers of formats without a node hierarchy. */
+export function worldParts(doc: Document): WorldPart[] {
+  const parts: WorldPart[] = [];
+  for (const node of meshNodes(doc)) {
+    const m = node.getWorldMatrix();
+    const prims = node.getMesh()!.listPrimitives();
+    prims.forEach((prim, i) => {
+      const arrays = readArrays(prim);
+      const { positions, normals } = arrays;
+      for (let v = 0; v < positions.length; v += 3) {
+        const [x, y, z] = [positions[v]!, positions[v + 1]!, positions[v + 2]!];
+        positions[v] = m[0] * x + m[4] * y + m[8] * z + m[12];
+        positions[v + 1] = m[1] * x + m[5] * y + m[9] * z + m[13];
+        positions[v + 2] = m[2] * x + m[6] * y + m[10] * z + m[14];
+        if (normals) {
+          const [nx, ny, nz] = [normals[v]!, normals[v + 1]!, normals[v + 2]!];
+          const wx = m[0] * nx + m[4] * ny + m[8] * nz, wy = m[1] * nx + m[5] * ny + m[9] * nz, wz = m[2] * nx + m[6] * ny + m[10] * nz;
+          const len = Math.hypot(wx, wy, wz) || 1;
+          [normals[v], normals[v + 1], normals[v + 2]] = [wx / len, wy / len, wz / len];
+        }
+      }
+      const quads = Number((prim.getExtras() as { quad_count?: number }).quad_count ?? 0);
+      parts.push({ name: prims.length > 1 ? `${node.getName()}_${i + 1}` : node.getName(), arrays, material: prim.getMaterial(), quads });
+    });
+  }
+  return parts;
+}

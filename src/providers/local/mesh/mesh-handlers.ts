@@ -3,7 +3,7 @@
  * defaults applied by the endpoint) turned into options of the mesh operations, and their
  * results into files and the facts the 3D history keeps.
  */
-import type { Document } from '@gltf-transform/core';
+import type { Document, Texture } from '@gltf-transform/core';
 import { cloneDocument, meshopt } from '@gltf-transform/functions';
 import { MeshoptEncoder } from 'meshoptimizer';
 import sharp from 'sharp';
@@ -13,6 +13,8 @@ import { generateModel, type ReliefView } from './generate-model.ts';
 import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, readModelDocument, writeGlb, type Vec3 } from './mesh-common.ts';
 import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';
 import { completeParts } from './complete-parts.ts';
+import { CONVERT_FORMATS, convertModel, type ConvertFormat } from './convert-model.ts';
+import { encodeTexture, type EncodedTexture } from './encode-texture.ts';
 import { inspectBody } from './inspect-body.ts';
 import { paintModel, type ViewPicture } from './paint-model.ts';
 import { readSubject } from './read-subject.ts';
@@ -22,8 +24,10 @@ import { rigModel } from './rig-model.ts';
 import { segmentModel } from './segment-model.ts';
 import { RIG_TYPES, SKELETONS, jointName, type RigType } from './skeleton-templates.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
+import { writeFbx } from './write-fbx.ts';
 
 const GLB_MIME = 'model/gltf-binary';
+const FBX_MIME = 'application/octet-stream';
 /** Faces when a generation names no face_limit: the model adapts, the local one picks these. */
 const ADAPTIVE_FACES = { standard: 20000, detailed: 60000 };
 const TEXTURE_SIDE = { standard: 1024, detailed: 2048 };
@@ -227,10 +231,16 @@ async function modelOutput(job: GenerationJob, doc: Document, extra: Record<stri
   return { files: [glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`)], extra: { ...describeModel(doc), ...extra } };
 }
 
-/** A rig or animation result as GLB, or FBX when out_format asks for it. */
+/** A rig or animation result as GLB, or FBX (textures embedded as PNG) when out_format asks for it. */
 async function riggedOutput(job: GenerationJob, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
-  if (job.input.out_format === 'fbx') throw new TaskRejectedError('out_format fbx is not available yet');
-  return modelOutput(job, doc, extra);
+  if (job.input.out_format !== 'fbx') return modelOutput(job, doc, extra);
+  const textures = new Map<Texture, EncodedTexture & { fileName: string }>();
+  for (const [i, texture] of doc.getRoot().listTextures().entries()) {
+    const image = texture.getImage();
+    if (image) textures.set(texture, { ...(await encodeTexture(Buffer.from(image), 'PNG', UPSCALE_SIDE)), fileName: `texture_${i}.png` });
+  }
+  const data = writeFbx(doc, { textures, animations: true });
+  return { files: [{ type: '3d', role: 'model', data, fileName: `${job.taskId}.fbx`, mimeType: FBX_MIME }], extra: { ...describeModel(doc, 'fbx'), ...extra } };
 }
 
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
@@ -329,6 +339,37 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
       withGeometry: input.export_with_geometry !== false,
     });
     return riggedOutput(job, doc, { animations, rig: source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames } });
+  },
+
+  async convert(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const input = job.input;
+    const format = String(input.format ?? '').toUpperCase() as ConvertFormat;
+    if (!CONVERT_FORMATS.includes(format)) throw new TaskRejectedError(`format must be one of ${CONVERT_FORMATS.join(', ')}`);
+    if (doc.getRoot().listSkins().length > 0 && (format === 'OBJ' || format === 'STL' || format === '3MF')) throw new TaskRejectedError(`${format} does not support rigged models`);
+    const number = (name: string) => (typeof input[name] === 'number' ? (input[name] as number) : undefined);
+    const converted = await convertModel(doc, {
+      format,
+      quad: input.topology === 'quad' || (input.topology === undefined && input.quad === true),
+      faceLimit: count(input, 'face_limit'),
+      flattenBottom: input.flatten_bottom === true,
+      flattenBottomThreshold: number('flatten_bottom_threshold'),
+      textureSize: count(input, 'texture_size'),
+      textureFormat: typeof input.texture_format === 'string' ? input.texture_format.toUpperCase() : undefined,
+      pivotToCenterBottom: input.pivot_to_center_bottom === true,
+      scaleFactor: number('scale_factor'),
+      withAnimation: input.with_animation !== false,
+      animateInPlace: input.animate_in_place === true,
+      parts: partNames(input, doc),
+      exportVertexColors: input.export_vertex_colors === true,
+      orientation: typeof input.export_orientation === 'string' ? input.export_orientation : undefined,
+    });
+    // Accepted but without effect on the local engine's output.
+    const unapplied = ['force_symmetry', 'pack_uv', 'bake', 'fbx_preset'].filter((name) => input[name] !== undefined);
+    return {
+      files: [{ type: '3d', role: 'model', data: converted.data, fileName: `${job.taskId}.${converted.extension}`, mimeType: converted.mimeType }],
+      extra: { ...describeModel(doc, format.toLowerCase()), ...(unapplied.length > 0 ? { unapplied_options: unapplied } : {}) },
+    };
   },
 };
 

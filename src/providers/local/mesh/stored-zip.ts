@@ -1,0 +1,77 @@
+import { crc32 } from 'node:zlib';
+
+export interface ZipEntry {
+  name: string;
+  data: Buffer;
+}
+
+export interface StoredZipOptions {
+  /** Each file's data starts at a multiple of this many bytes (USDZ asks for 64). */
+  align: number;
+}
+
+/** Extra-field id of alignment padding (the one zipalign uses). */
+const PADDING_FIELD = 0xd935;
+/** 1980-01-01 00:00 in DOS format: a fixed date keeps archives byte-identical. */
+const DOS_TIME = 0;
+const DOS_DATE = (0 << 9) | (1 << 5) | 1;
+
+/**
+ * A zip archive whose files are stored uncompressed, as 3MF and USDZ packages allow (USDZ
+ * requires it); padding in each local header's extra field aligns the data.
+ */
+export function storedZip(entries: ZipEntry[], options: Partial<StoredZipOptions> = {}): Buffer {
+  const align = options.align ?? 1;
+  const chunks: Buffer[] = [];
+  const central: Buffer[] = [];
+  let offset = 0;
+  for (const { name, data } of entries) {
+    const fileName = Buffer.from(name, 'utf8');
+    const crc = crc32(data) >>> 0;
+    let padding = (align - ((offset + 30 + fileName.length) % align)) % align;
+    // An extra field needs 4 bytes of header; a shorter gap takes a whole extra alignment step.
+    if (padding > 0 && padding < 4) padding += align;
+    const extra = Buffer.alloc(padding);
+    if (padding > 0) {
+      extra.writeUInt16LE(PADDING_FIELD, 0);
+      extra.writeUInt16LE(padding - 4, 2);
+    }
+    const local = Buffer.alloc(30);
+    local.writeUInt32LE(0x04034b50, 0);
+    local.writeUInt16LE(20, 4);
+    local.writeUInt16LE(0x0800, 6); // names are UTF-8
+    local.writeUInt16LE(0, 8); // stored
+    local.writeUInt16LE(DOS_TIME, 10);
+    local.writeUInt16LE(DOS_DATE, 12);
+    local.writeUInt32LE(crc, 14);
+    local.writeUInt32LE(data.length, 18);
+    local.writeUInt32LE(data.length, 22);
+    local.writeUInt16LE(fileName.length, 26);
+    local.writeUInt16LE(extra.length, 28);
+    const header = Buffer.alloc(46);
+    header.writeUInt32LE(0x02014b50, 0);
+    header.writeUInt16LE(20, 4);
+    header.writeUInt16LE(20, 6);
+    header.writeUInt16LE(0x0800, 8);
+    header.writeUInt16LE(0, 10);
+    header.writeUInt16LE(DOS_TIME, 12);
+    header.writeUInt16LE(DOS_DATE, 14);
+    header.writeUInt32LE(crc, 16);
+    header.writeUInt32LE(data.length, 20);
+    header.writeUInt32LE(data.length, 24);
+    header.writeUInt16LE(fileName.length, 28);
+    header.writeUInt16LE(extra.length, 30);
+    header.writeUInt32LE(offset, 42);
+    central.push(header, fileName, extra);
+    chunks.push(local, fileName, extra, data);
+    offset += 30 + fileName.length + extra.length + data.length;
+  }
+  const directory = Buffer.concat(central);
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(entries.length, 8);
+  end.writeUInt16LE(entries.length, 10);
+  end.writeUInt32LE(directory.length, 12);
+  end.writeUInt32LE(offset, 16);
+  return Buffer.concat([...chunks, directory, end]);
+}
