@@ -4,6 +4,7 @@ import WebSocket from 'ws';
 import { dropSchema, postgresEnv, redisEnv, startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { agentEvents, runItems, sseData } from './support/sse.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -335,6 +336,38 @@ describe('POST /v1/responses', () => {
     assert.equal((await srv.fetch(`/v1/ai/result/${result.task_id}`, { token: bob })).status, 404);
   });
 
+  it('offers the built-in tools, with JSON-schema parameters, to models that can call tools only', async () => {
+    await agentEvents(await respond({ model: 'qwen3-max', input: 'What can you do?' }));
+    const { tools, tool_choice: choice } = fake.requests[fake.requests.length - 1].body;
+    assert.equal(choice, 'auto');
+    assert.deepEqual(tools.map((t: Json) => t.function.name), ['generate_image', 'generate_video', 'generate_music', 'generate_speech', 'generate_3d']);
+    for (const tool of tools) {
+      assert.equal(tool.type, 'function');
+      assert.equal(tool.function.parameters.type, 'object');
+      assert.ok(tool.function.parameters.required.length > 0);
+    }
+    await agentEvents(await respond({ model: 'qwen-vl-max', input: 'And you?' }));
+    assert.equal(fake.requests[fake.requests.length - 1].body.tools, undefined, 'qwen-vl-max has no tools_call');
+  });
+
+  it('makes generate_video wait for approval by default; a cancel while it waits ends the run', async () => {
+    const res = await respond({ model: 'gpt-4.1', requestId: 'video-wait', input: 'generate_video {"prompt": "waves"}' });
+    const events: Json[] = [];
+    for await (const data of sseData(res)) {
+      if (data === '[DONE]') break;
+      const event = JSON.parse(data);
+      events.push(event);
+      if (event.name === 'tool_approval_requested') {
+        assert.equal(event.item.rawItem.name, 'generate_video');
+        assert.equal((await srv.fetch('/v1/responses/cancel/video-wait', { method: 'POST', token: alice })).status, 200);
+      }
+    }
+    assert.deepEqual(events.map((e) => e.name ?? e.type), ['agent_updated_stream_event', 'tool_called', 'tool_approval_requested', 'error']);
+    assert.equal(events[3].code, 499);
+    const tasks = await srv.server.services.db.kysely.selectFrom('tasks').select('id').where('request_id', '=', 'video-wait').execute();
+    assert.deepEqual(tasks, [], 'the video was never submitted');
+  });
+
   it('hands bad tool arguments and unknown models back to the model as the tool output', async () => {
     let items = runItems(await agentEvents(await respond({ model: 'gpt-4.1', input: 'generate_image {"size": "64x64"}' })));
     assert.match(JSON.parse(items[1].output).message, /invalid arguments: .*prompt/);
@@ -424,6 +457,40 @@ describe('POST /v1/responses tool approvals over the realtime gateway', () => {
     const body = await res.json() as Json;
     assert.equal(res.status, 200);
     assert.equal(JSON.parse(body.output[1].output).status, 'rejected');
+  });
+});
+
+describe('POST /v1/responses cancelled while a tool runs', () => {
+  let fake: FakeChatUpstream;
+  let srv: TestServer;
+  let alice: string;
+
+  before(async () => {
+    fake = await startFakeChatUpstream();
+    // Local tasks take a minute, so the cancel lands while the image is being made.
+    srv = await startTestServer({ GENGATE_CONFIG: config(fake), LOCAL_ENGINE_MIN_DURATION_MS: '60000' });
+    alice = await srv.tokenFor('alice');
+  });
+  after(async () => {
+    await srv?.close();
+    await fake?.close();
+  });
+
+  it('cancels the tool\'s task and ends the stream', async () => {
+    const res = await srv.fetch('/v1/responses', { method: 'POST', token: alice, json: { model: 'gpt-4.1', requestId: 'slow-tool', input: 'generate_image {"prompt": "a slow snail"}' } });
+    const stream = sseData(res);
+    for (;;) {
+      const { value } = await stream.next();
+      if (JSON.parse(value!).name === 'tool_called') break;
+    }
+    const { kysely } = srv.server.services.db;
+    const task = await eventually('the tool\'s task', () => kysely.selectFrom('tasks').select(['id', 'status']).where('request_id', '=', 'slow-tool').where('status', '=', 'started').executeTakeFirst());
+    assert.equal((await srv.fetch('/v1/responses/cancel/slow-tool', { method: 'POST', token: alice })).status, 200);
+    const rest: Json[] = [];
+    for await (const data of stream) if (data !== '[DONE]') rest.push(JSON.parse(data));
+    assert.deepEqual(rest.map((e) => [e.type, e.code]), [['error', 499]]);
+    const record = await (await srv.fetch(`/v1/ai/result/${task.id}`, { token: alice })).json() as Json;
+    assert.equal(record.queue_status.status, 'cancelled');
   });
 });
 

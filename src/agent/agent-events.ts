@@ -17,7 +17,7 @@ export interface RunUsage {
 }
 
 /** The stream's `code` for a run stopped by POST /v1/responses/cancel ("client closed request"). */
-export const CANCELLED_EVENT_CODE = 499;
+const CANCELLED_EVENT_CODE = 499;
 
 export interface FunctionCall {
   callId: string;

@@ -304,7 +304,6 @@ export class AgentRun {
         return JSON.stringify({ status: 'rejected', message: outcome === 'timed_out' ? `no approval for ${call.name} came in time` : `the user rejected ${call.name}` });
       }
     }
-    const result = await deps.tools.run(call.name, call.arguments, { ownerId: plan.ownerId, requestId: plan.requestId }, handle.signal);
-    return result.output;
+    return deps.tools.run(call.name, call.arguments, { ownerId: plan.ownerId, requestId: plan.requestId }, handle.signal);
   }
 }

@@ -18,7 +18,7 @@ import { KnowledgeService } from './knowledge-service.ts';
 import { SkillsService } from './skills-service.ts';
 
 /** GENGATE_CONFIG `agent` defaults: video costs the most, so it waits for the user's approval. */
-export const AGENT_DEFAULTS: AgentSettings = {
+const AGENT_DEFAULTS: AgentSettings = {
   approvalTools: ['generate_video'],
   approvalTimeoutMs: 5 * 60_000,
   maxSteps: 8,

@@ -10,6 +10,7 @@ import { ApiError } from '../core/errors.ts';
 import type { ChatTool } from '../providers/spec.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import type { TaskRow } from '../storage/schema.ts';
 
 type Args = Record<string, unknown>;
 
@@ -116,9 +117,6 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
   },
 ];
 
-/** Names of the built-in tools. */
-export const BUILTIN_TOOL_NAMES = GENERATION_TOOLS.map((tool) => tool.name);
-
 export interface GenerationToolsDeps {
   catalog: Catalog;
   generations: GenerationService;
@@ -127,18 +125,13 @@ export interface GenerationToolsDeps {
   waitMs: number;
 }
 
-/** The result of a tool call as the model reads it (JSON) and whether the tool did its work. */
-export interface ToolResult {
-  output: string;
-  ok: boolean;
-}
-
-function failure(message: string): ToolResult {
-  return { output: JSON.stringify({ status: 'error', message }), ok: false };
+/** A problem the model can act on, as the tool's output. */
+function failure(message: string): string {
+  return JSON.stringify({ status: 'error', message });
 }
 
 /** `promise`, or the signal's reason as a rejection when it aborts first. */
-export function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
+function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   return new Promise<T>((resolve, reject) => {
     const onAbort = () => reject(signal.reason);
     if (signal.aborted) return onAbort();
@@ -165,9 +158,10 @@ export class GenerationTools {
    * Runs one call: arguments checked, a model chosen (the `model` argument, else the first
    * enabled catalog model with the capability), the task submitted for the caller and waited
    * for. Problems the model can act on (bad arguments, a refused or failed task) are results,
-   * not errors; an abort of `signal` cancels the task and rejects.
+   * not errors; an abort of `signal` cancels the task and rejects. Answers the output as JSON
+   * `{task_id, model, status, output: [urls], message?}`.
    */
-  async run(name: string, argumentsText: string, caller: ToolCaller, signal: AbortSignal): Promise<ToolResult> {
+  async run(name: string, argumentsText: string, caller: ToolCaller, signal: AbortSignal): Promise<string> {
     const tool = GENERATION_TOOLS.find((t) => t.name === name);
     if (!tool) return failure(`there is no tool ${name}`);
     let args: Args;
@@ -181,7 +175,7 @@ export class GenerationTools {
     const model = this.modelFor(tool, args.model as string | undefined);
     if (typeof model === 'string') return failure(model);
 
-    let task;
+    let task: TaskRow;
     try {
       const outcome = await this.deps.generations.generate({
         ownerId: caller.ownerId,
@@ -205,8 +199,7 @@ export class GenerationTools {
       const status = record?.queue_status.status ?? 'process';
       const draw = record?.queue_status.data;
       const message = !record ? `still running; its result will be at GET /v1/ai/result/${task.id}` : status !== 'success' ? draw?.original_error_message ?? draw?.message : undefined;
-      const summary = { task_id: task.id, model: model.alias, status, output: draw?.output ?? [], ...(message ? { message } : {}) };
-      return { output: JSON.stringify(summary), ok: status === 'success' };
+      return JSON.stringify({ task_id: task.id, model: model.alias, status, output: draw?.output ?? [], ...(message ? { message } : {}) });
     } finally {
       signal.removeEventListener('abort', stop);
     }

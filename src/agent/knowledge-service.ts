@@ -70,7 +70,7 @@ function splitLong(paragraph: string, max: number): string[] {
 }
 
 /** A document's text as indexed passages: paragraphs joined up to the passage size, long ones cut. */
-export function passagesOf(text: string, max = PASSAGE_CHARS): string[] {
+function passagesOf(text: string, max = PASSAGE_CHARS): string[] {
   const passages: string[] = [];
   let current = '';
   for (const paragraph of text.split(/\n\s*\n/).map((p) => p.trim()).filter(Boolean)) {
@@ -87,7 +87,7 @@ export function passagesOf(text: string, max = PASSAGE_CHARS): string[] {
 }
 
 /** The words of a question worth searching for: lower-cased letters and digits, stop words and single letters left out. */
-export function searchTerms(question: string): string[] {
+function searchTerms(question: string): string[] {
   const terms = new Set<string>();
   for (const [word] of question.toLowerCase().matchAll(/[\p{L}\p{N}]+/gu)) {
     if (word.length < 2 || STOP_WORDS.has(word)) continue;
