@@ -254,8 +254,9 @@ export class AgentRun {
       this.finalItems = [events.item()];
       yield* events.completed(this.total.usage);
     } catch (err) {
-      yield* events.failed(this.failure(err));
-      throw err;
+      const failure = this.failure(err);
+      yield* events.failed(failure);
+      throw failure;
     }
   }
 
