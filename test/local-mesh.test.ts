@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { Document, NodeIO, type Node } from '@gltf-transform/core';
 import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
 import sharp from 'sharp';
+import { gunzipSync } from 'node:zlib';
 import { Box3, type Object3D, type SkinnedMesh } from 'three';
 import { unzipSync } from 'three/examples/jsm/libs/fflate.module.js';
 import { FBXLoader } from 'three/examples/jsm/loaders/FBXLoader.js';
@@ -501,6 +502,76 @@ describe('local mesh conversion', () => {
       const [a, b] = [await convert(await texturedModel(), { format }), await convert(await texturedModel(), { format })];
       assert.deepEqual(a.file.data, b.file.data, format);
     }
+  });
+});
+
+describe('local mesh refine and stylize', () => {
+  let source: Buffer;
+  const model = async () => (source ??= fileOf(await run('generate.text', { prompt: 'a red and blue dog', face_limit: 3000 }), 'model').data);
+
+  it('refines a draft: finer and smoother', async () => {
+    const before = await io.readBinary(new Uint8Array(await model()));
+    const out = await edit('refine', await model());
+    const after = await glbOf(out);
+    assert.equal(triangles(after), triangles(before) * 4);
+    assert.equal(out.extra?.refined_from_faces, triangles(before));
+  });
+
+  it('voxelizes onto a grid: every vertex lies on a grid corner', async () => {
+    const out = await edit('stylize', await model(), { style: 'voxel' });
+    const grid = out.extra?.grid as { origin: number[]; cell: number; size: number[] };
+    const prim = (await glbOf(out)).getRoot().listMeshes()[0]!.listPrimitives()[0]!;
+    const positions = prim.getAttribute('POSITION')!;
+    for (let i = 0; i < positions.getCount(); i++) {
+      positions.getElement(i, [] as number[]).forEach((value, k) => {
+        const steps = (value - grid.origin[k]!) / grid.cell;
+        assert.ok(Math.abs(steps - Math.round(steps)) < 1e-3, `vertex ${i} off the grid`);
+      });
+    }
+    assert.ok(prim.getAttribute('COLOR_0'), 'cells carry colours');
+    // 40 cells along the largest side, plus a margin of empty cells.
+    assert.ok([43, 44].includes(Math.max(...grid.size)), `grid ${grid.size}`);
+    assert.equal(out.extra?.quad_count, triangles(await glbOf(out)) / 2);
+  });
+
+  it('makes bricks with studs and voronoi cells', async () => {
+    const brick = await edit('stylize', await model(), { style: 'brick' });
+    const grid = brick.extra?.grid as { origin: number[]; cell: number };
+    const positions = (await glbOf(brick)).getRoot().listMeshes()[0]!.listPrimitives()[0]!.getAttribute('POSITION')!;
+    let offGrid = 0;
+    for (let i = 0; i < positions.getCount(); i++) {
+      const [x] = positions.getElement(i, [] as number[]);
+      const steps = (x! - grid.origin[0]!) / grid.cell;
+      if (Math.abs(steps - Math.round(steps)) > 1e-3) offGrid++;
+    }
+    assert.ok(offGrid > 0, 'studs stand off the grid');
+    assert.ok((brick.extra?.polygon_count as number) > (brick.extra?.quad_count as number), 'studs add triangles beside the cube quads');
+    const voronoi = await edit('stylize', await model(), { style: 'voronoi' });
+    const prim = (await glbOf(voronoi)).getRoot().listMeshes()[0]!.listPrimitives()[0]!;
+    assert.ok(prim.getAttribute('COLOR_0'));
+    assert.ok(triangles(await glbOf(voronoi)) >= 60000);
+  });
+
+  it('writes a block-game schematic of block_size with a preview', async () => {
+    const out = await edit('stylize', await model(), { style: 'blockgame', block_size: 32 });
+    const schem = fileOf(out, 'model');
+    assert.match(schem.fileName, /\.schem$/);
+    const nbt = gunzipSync(schem.data);
+    assert.equal(nbt[0], 10, 'a compound');
+    assert.equal(nbt.toString('utf8', 3, 3 + nbt.readUInt16BE(1)), 'Schematic');
+    const shortTag = (name: string) => {
+      const at = nbt.indexOf(Buffer.concat([Buffer.from([2, 0, name.length]), Buffer.from(name)]));
+      return nbt.readInt16BE(at + 3 + name.length);
+    };
+    const [width, height, length] = [shortTag('Width'), shortTag('Height'), shortTag('Length')];
+    // block_size blocks along the largest side, plus a margin of air.
+    assert.ok([35, 36].includes(Math.max(width, height, length)), `${width} x ${height} x ${length}`);
+    const dataAt = nbt.indexOf(Buffer.concat([Buffer.from([7, 0, 9]), Buffer.from('BlockData')]));
+    assert.equal(nbt.readInt32BE(dataAt + 12), width * height * length, 'one block per cell');
+    assert.ok((out.extra?.blocks as number) > 0);
+    assert.ok((out.extra?.palette as string[]).includes('minecraft:air'));
+    assert.equal((await sharp(fileOf(out, 'preview').data).metadata()).format, 'png');
+    await assert.rejects(edit('stylize', await model(), { style: 'cubist' }), TaskRejectedError);
   });
 });
 

@@ -6,8 +6,8 @@
  */
 import type { Document, Node, Texture } from '@gltf-transform/core';
 import { EXTTextureWebP } from '@gltf-transform/extensions';
-import sharp from 'sharp';
 import { TaskRejectedError } from '../../spec.ts';
+import { bakeVertexColors } from './bake-vertex-colors.ts';
 import { encodeTexture, type EncodedTexture } from './encode-texture.ts';
 import { faceCount, meshNodes, readArrays, sceneBounds, sceneOf, worldParts, worldSurface, writeArrays } from './mesh-common.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
@@ -165,32 +165,6 @@ function flattenBottom(doc: Document, threshold: number): void {
       const arrays = readArrays(prim);
       for (let i = 1; i < arrays.positions.length; i += 3) if (arrays.positions[i]! <= lowest + threshold) arrays.positions[i] = lowest;
       writeArrays(doc, prim, arrays);
-    }
-  }
-}
-
-/** COLOR_0 from the base colour factor times the base-colour texture at each vertex's UV. */
-async function bakeVertexColors(doc: Document): Promise<void> {
-  for (const node of meshNodes(doc)) {
-    for (const prim of node.getMesh()!.listPrimitives()) {
-      const arrays = readArrays(prim);
-      const material = prim.getMaterial();
-      const factor = material?.getBaseColorFactor() ?? [1, 1, 1, 1];
-      const image = material?.getBaseColorTexture()?.getImage();
-      const pixels = image ? await sharp(Buffer.from(image)).removeAlpha().raw().toBuffer({ resolveWithObject: true }) : null;
-      const colors = new Float32Array(arrays.positions.length);
-      for (let v = 0; v < colors.length / 3; v++) {
-        let rgb = [1, 1, 1];
-        if (pixels && arrays.uvs) {
-          const { width, height } = pixels.info;
-          const x = Math.min(width - 1, Math.max(0, Math.floor((arrays.uvs[v * 2]! % 1) * width)));
-          const y = Math.min(height - 1, Math.max(0, Math.floor((arrays.uvs[v * 2 + 1]! % 1) * height)));
-          const o = (y * width + x) * 3;
-          rgb = [pixels.data[o]! / 255, pixels.data[o + 1]! / 255, pixels.data[o + 2]! / 255];
-        }
-        for (let k = 0; k < 3; k++) colors[v * 3 + k] = rgb[k]! * factor[k]!;
-      }
-      writeArrays(doc, prim, { ...arrays, colors });
     }
   }
 }

@@ -66,11 +66,11 @@ const BIPED: PartSpec[] = [
 const QUADRUPED: PartSpec[] = [
   { name: 'body', center: [0, 0.5, 0], radii: [0.14, 0.13, 0.34], exponents: [0.9, 0.9], bumps: 0.03 },
   { name: 'head', center: [0, 0.68, 0.4], radii: [0.09, 0.09, 0.11], exponents: [1, 1], bumps: 0.03 },
-  { name: 'tail', center: [0, 0.58, -0.38], radii: [0.025, 0.025, 0.12], exponents: [1, 1], pitch: 0.5, bumps: 0.01 },
-  { name: 'front_left_leg', center: [0.09, 0.22, 0.22], radii: [0.045, 0.23, 0.05], exponents: [0.9, 1], bumps: 0.02 },
-  { name: 'front_right_leg', center: [-0.09, 0.22, 0.22], radii: [0.045, 0.23, 0.05], exponents: [0.9, 1], bumps: 0.02 },
-  { name: 'back_left_leg', center: [0.09, 0.22, -0.22], radii: [0.045, 0.23, 0.05], exponents: [0.9, 1], bumps: 0.02 },
-  { name: 'back_right_leg', center: [-0.09, 0.22, -0.22], radii: [0.045, 0.23, 0.05], exponents: [0.9, 1], bumps: 0.02 },
+  { name: 'tail', center: [0, 0.56, -0.36], radii: [0.025, 0.025, 0.12], exponents: [1, 1], pitch: 0.5, bumps: 0.01 },
+  { name: 'front_left_leg', center: [0.09, 0.25, 0.22], radii: [0.045, 0.25, 0.05], exponents: [0.9, 1], bumps: 0.02 },
+  { name: 'front_right_leg', center: [-0.09, 0.25, 0.22], radii: [0.045, 0.25, 0.05], exponents: [0.9, 1], bumps: 0.02 },
+  { name: 'back_left_leg', center: [0.09, 0.25, -0.22], radii: [0.045, 0.25, 0.05], exponents: [0.9, 1], bumps: 0.02 },
+  { name: 'back_right_leg', center: [-0.09, 0.25, -0.22], radii: [0.045, 0.25, 0.05], exponents: [0.9, 1], bumps: 0.02 },
 ];
 
 /** Words that pin an object's exponents and roughness. */

@@ -18,12 +18,15 @@ import { encodeTexture, type EncodedTexture } from './encode-texture.ts';
 import { inspectBody } from './inspect-body.ts';
 import { paintModel, type ViewPicture } from './paint-model.ts';
 import { readSubject } from './read-subject.ts';
+import { refineModel } from './refine-model.ts';
 import { renderPreview } from './render-preview.ts';
 import { retargetAnimation } from './retarget-animation.ts';
 import { rigModel } from './rig-model.ts';
 import { segmentModel } from './segment-model.ts';
 import { RIG_TYPES, SKELETONS, jointName, type RigType } from './skeleton-templates.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
+import { STYLES, stylizeModel, type Style } from './stylize-model.ts';
+import { writeSchematic } from './write-schematic.ts';
 import { writeFbx } from './write-fbx.ts';
 
 const GLB_MIME = 'model/gltf-binary';
@@ -243,6 +246,10 @@ async function riggedOutput(job: GenerationJob, doc: Document, extra: Record<str
   return { files: [{ type: '3d', role: 'model', data, fileName: `${job.taskId}.fbx`, mimeType: FBX_MIME }], extra: { ...describeModel(doc, 'fbx'), ...extra } };
 }
 
+/** Cells along the largest side for the grid styles; blockgame takes block_size (default 80). */
+const STYLE_RESOLUTION: Partial<Record<Style, number>> = { voxel: 40, brick: 24 };
+const BLOCK_SIZE = 80;
+
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
 const UPSCALE_SIDE = 4096;
 
@@ -369,6 +376,33 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     return {
       files: [{ type: '3d', role: 'model', data: converted.data, fileName: `${job.taskId}.${converted.extension}`, mimeType: converted.mimeType }],
       extra: { ...describeModel(doc, format.toLowerCase()), ...(unapplied.length > 0 ? { unapplied_options: unapplied } : {}) },
+    };
+  },
+
+  async refine(job, ctx) {
+    const { doc } = await readSource(job, ctx);
+    const before = faceCount(doc);
+    refineModel(doc);
+    return modelOutput(job, doc, { refined_from_faces: before });
+  },
+
+  async stylize(job, ctx) {
+    const { doc, source } = await readSource(job, ctx);
+    const style = job.input.style as Style;
+    if (!STYLES.includes(style)) throw new TaskRejectedError(`style must be one of ${STYLES.join(', ')}`);
+    const resolution = style === 'blockgame' ? (count(job.input, 'block_size') ?? BLOCK_SIZE) : STYLE_RESOLUTION[style];
+    const grid = await stylizeModel(doc, { style, seed: digestOf(source.history_id, style), ...(resolution ? { resolution } : {}) });
+    ctx.signal.throwIfAborted();
+    const gridFacts = grid ? { grid: { origin: grid.origin, cell: grid.cell, size: grid.size } } : {};
+    if (style !== 'blockgame' || !grid) return modelOutput(job, doc, { style, ...gridFacts });
+    // The block game's own format is the result; a rendering of the blocks previews it.
+    const schematic = writeSchematic(grid);
+    return {
+      files: [
+        { type: '3d', role: 'model', data: schematic.data, fileName: `${job.taskId}.schem`, mimeType: 'application/octet-stream' },
+        { type: 'image', role: 'preview', data: await renderPreview(doc), fileName: `${job.taskId}-preview.png`, mimeType: 'image/png' },
+      ],
+      extra: { format: 'schem', style, block_size: resolution, blocks: schematic.blocks, palette: schematic.palette, ...gridFacts },
     };
   },
 };
