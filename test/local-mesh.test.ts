@@ -494,6 +494,12 @@ describe('local mesh conversion', () => {
   });
 
   it('refuses what it cannot write, and converts deterministically', async () => {
+    // Fields the engine cannot honour are refused before the task starts.
+    assert.throws(() => engine.check(job('edit.convert', { format: 'PLY' })), TaskRejectedError);
+    assert.throws(() => engine.check(job('edit.convert', { format: 'FBX', texture_format: 'HDR' })), TaskRejectedError);
+    assert.throws(() => engine.check(job('edit.stylize', { style: 'cubist' })), TaskRejectedError);
+    assert.throws(() => engine.check(job('edit.retarget_animation', { animations: ['preset:moonwalk'] })), TaskRejectedError);
+    engine.check(job('edit.convert', { format: 'FBX', texture_format: 'TARGA' }));
     await assert.rejects(convert(await texturedModel(), { format: 'GLTF', texture_format: 'OPEN_EXR' }), TaskRejectedError);
     await assert.rejects(convert(await texturedModel(), { format: 'USDZ', texture_format: 'WEBP' }), TaskRejectedError);
     await assert.rejects(convert(await texturedModel(), { format: 'PLY' }), TaskRejectedError);
@@ -509,12 +515,37 @@ describe('local mesh refine and stylize', () => {
   let source: Buffer;
   const model = async () => (source ??= fileOf(await run('generate.text', { prompt: 'a red and blue dog', face_limit: 3000 }), 'model').data);
 
-  it('refines a draft: finer and smoother', async () => {
+  it('refines a draft: finer and smoother, without shrinking', async () => {
     const before = await io.readBinary(new Uint8Array(await model()));
     const out = await edit('refine', await model());
     const after = await glbOf(out);
     assert.equal(triangles(after), triangles(before) * 4);
     assert.equal(out.extra?.refined_from_faces, triangles(before));
+    const sizeOf = (doc: Document) => {
+      const box = new Box3();
+      for (const mesh of doc.getRoot().listMeshes()) {
+        const position = mesh.listPrimitives()[0]!.getAttribute('POSITION')!;
+        for (let i = 0; i < position.getCount(); i++) {
+          const [x, y, z] = position.getElement(i, [] as number[]);
+          box.expandByPoint({ x: x!, y: y!, z: z! } as never);
+        }
+      }
+      return box.max.y - box.min.y;
+    };
+    assert.ok(Math.abs(sizeOf(after) / sizeOf(before) - 1) < 0.05, 'Taubin smoothing keeps the size');
+    // Smoother: neighbouring face normals agree more after refining.
+    const roughness = (doc: Document) => {
+      const prim = doc.getRoot().listMeshes()[0]!.listPrimitives()[0]!;
+      const normals = prim.getAttribute('NORMAL')!;
+      const indices = prim.getIndices()!.getArray()!;
+      let sum = 0;
+      for (let t = 0; t < indices.length; t += 3) {
+        const [a, b] = [normals.getElement(indices[t]!, [] as number[]), normals.getElement(indices[t + 1]!, [] as number[])];
+        sum += 1 - (a[0]! * b[0]! + a[1]! * b[1]! + a[2]! * b[2]!);
+      }
+      return sum / (indices.length / 3);
+    };
+    assert.ok(roughness(after) < roughness(before));
   });
 
   it('voxelizes onto a grid: every vertex lies on a grid corner', async () => {
@@ -572,6 +603,45 @@ describe('local mesh refine and stylize', () => {
     assert.ok((out.extra?.palette as string[]).includes('minecraft:air'));
     assert.equal((await sharp(fileOf(out, 'preview').data).metadata()).format, 'png');
     await assert.rejects(edit('stylize', await model(), { style: 'cubist' }), TaskRejectedError);
+  });
+});
+
+describe('local mesh sources in other formats', () => {
+  it('rigs into FBX and animates that FBX: the skin survives the trip', async () => {
+    const plain = fileOf(await run('generate.text', { prompt: 'a knight character', face_limit: 2000, enable_texture: false }), 'model').data;
+    const rig = await edit('rig', plain, { rig_type: 'biped', out_format: 'fbx' });
+    const fbx = fileOf(rig, 'model');
+    assert.match(fbx.fileName, /\.fbx$/);
+    assert.equal(rig.extra?.format, 'fbx');
+    const out = await edit('retarget_animation', fbx.data, { animation: 'preset:idle' }, { operation: 'rig', rig: rig.extra?.rig });
+    const doc = await glbOf(out);
+    assert.deepEqual(doc.getRoot().listAnimations().map((a) => a.getName()), ['preset:idle']);
+    const skin = doc.getRoot().listSkins()[0]!;
+    assert.deepEqual(skin.listJoints().map((j) => j.getName()), (rig.extra?.rig as { bones: string[] }).bones);
+    // At rest each joint's world matrix undoes its inverse bind matrix.
+    const inverse = skin.getInverseBindMatrices()!;
+    skin.listJoints().forEach((joint, j) => {
+      const world = joint.getWorldMatrix();
+      const ibm = inverse.getElement(j, [] as number[]);
+      for (let c = 0; c < 4; c++) {
+        for (let r = 0; r < 4; r++) {
+          let sum = 0;
+          for (let k = 0; k < 4; k++) sum += world[k * 4 + r]! * ibm[c * 4 + k]!;
+          assert.ok(Math.abs(sum - (c === r ? 1 : 0)) < 1e-4, `${joint.getName()} bind`);
+        }
+      }
+    });
+  });
+
+  it('converts its own converted files again, in every format, keeping the faces', async () => {
+    let source = fileOf(await run('generate.text', { prompt: 'a teapot', face_limit: 1200, enable_texture: false }), 'model').data;
+    const faces = triangles(await io.readBinary(new Uint8Array(source)));
+    for (const format of ['OBJ', 'STL', '3MF', 'USDZ', 'FBX', 'GLTF', 'OBJ']) {
+      const out = await edit('convert', source, { format });
+      assert.equal(out.extra?.face_count, faces, `${format} from the previous format`);
+      source = fileOf(out, 'model').data;
+    }
+    await assert.rejects(edit('segmentation', Buffer.from('not a model at all')), TaskFailedError);
   });
 });
 

@@ -88,16 +88,24 @@ const ORIENTATIONS: Record<string, [number, number, number, number]> = {
   '-y': [Math.SQRT1_2, 0, 0, Math.SQRT1_2],
 };
 
+/** Refuses (TaskRejectedError) a format, texture format or orientation the converter cannot honour. */
+export function checkConvertOptions(options: { format: string; textureFormat?: string | null | undefined; orientation?: string | undefined }): void {
+  const format = options.format as ConvertFormat;
+  if (!CONVERT_FORMATS.includes(format)) throw new TaskRejectedError(`format must be one of ${CONVERT_FORMATS.join(', ')}`);
+  if (options.orientation !== undefined && !ORIENTATIONS[options.orientation]) throw new TaskRejectedError(`export_orientation must be one of ${Object.keys(ORIENTATIONS).join(', ')}`);
+  const textureFormat = options.textureFormat ?? (format === 'FBX' ? 'PNG' : 'JPEG');
+  if (format !== 'STL' && !TEXTURE_FORMATS[format].includes(textureFormat)) {
+    throw new TaskRejectedError(`${format} cannot hold ${textureFormat} textures; it takes ${TEXTURE_FORMATS[format].join(', ')}`);
+  }
+}
+
 /** Converts the model; options left undefined take their defaults. */
 export async function convertModel(doc: Document, options: { [K in keyof ConvertModelOptions]?: ConvertModelOptions[K] | undefined } & { format: ConvertFormat }): Promise<ConvertedModel> {
   const given = Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
   const opts = { ...CONVERT_MODEL_DEFAULTS, ...given } as ConvertModelOptions;
-  const rotation = ORIENTATIONS[opts.orientation];
-  if (!rotation) throw new TaskRejectedError(`export_orientation must be one of ${Object.keys(ORIENTATIONS).join(', ')}`);
+  checkConvertOptions(opts);
+  const rotation = ORIENTATIONS[opts.orientation]!;
   const textureFormat = opts.textureFormat ?? (opts.format === 'FBX' ? 'PNG' : 'JPEG');
-  if (opts.format !== 'STL' && !TEXTURE_FORMATS[opts.format].includes(textureFormat)) {
-    throw new TaskRejectedError(`${opts.format} cannot hold ${textureFormat} textures; it takes ${TEXTURE_FORMATS[opts.format].join(', ')}`);
-  }
   if (opts.parts.length > 0) {
     for (const node of meshNodes(doc)) if (!opts.parts.includes(node.getName())) node.dispose();
   }

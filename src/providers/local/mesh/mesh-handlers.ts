@@ -10,10 +10,11 @@ import sharp from 'sharp';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { generateModel, type ReliefView } from './generate-model.ts';
-import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, readModelDocument, writeGlb, type Vec3 } from './mesh-common.ts';
+import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, writeGlb, type Vec3 } from './mesh-common.ts';
+import { importModel } from './import-model.ts';
 import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';
 import { completeParts } from './complete-parts.ts';
-import { CONVERT_FORMATS, convertModel, type ConvertFormat } from './convert-model.ts';
+import { checkConvertOptions, convertModel, type ConvertFormat } from './convert-model.ts';
 import { encodeTexture, type EncodedTexture } from './encode-texture.ts';
 import { inspectBody } from './inspect-body.ts';
 import { paintModel, type ViewPicture } from './paint-model.ts';
@@ -195,8 +196,6 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
   };
 }
 
-const generation: LocalHandler = { run: generate };
-
 /** What the endpoint tells an edit about its source history (the source model file by reference). */
 interface EditSource {
   history_id?: string;
@@ -212,7 +211,7 @@ async function readSource(job: GenerationJob, ctx: RunContext): Promise<{ doc: D
   const source = job.input.source as EditSource | undefined;
   if (!source || typeof source.model !== 'string') throw new TaskRejectedError('the edit names no source model');
   const { data } = await ctx.readInput(source.model);
-  const doc = await readModelDocument(data);
+  const doc = await importModel(data);
   await bakeNodeTransforms(doc);
   if (faceCount(doc) === 0) throw new TaskFailedError('the source model has no triangles');
   ctx.signal.throwIfAborted();
@@ -230,13 +229,16 @@ function partNames(input: Input, doc: Document): string[] {
   return names as string[];
 }
 
-async function modelOutput(job: GenerationJob, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+/** The edited model as GLB, unless the task was cancelled while the edit ran. */
+async function modelOutput(job: GenerationJob, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+  ctx.signal.throwIfAborted();
   return { files: [glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`)], extra: { ...describeModel(doc), ...extra } };
 }
 
 /** A rig or animation result as GLB, or FBX (textures embedded as PNG) when out_format asks for it. */
-async function riggedOutput(job: GenerationJob, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
-  if (job.input.out_format !== 'fbx') return modelOutput(job, doc, extra);
+async function riggedOutput(job: GenerationJob, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+  if (job.input.out_format !== 'fbx') return modelOutput(job, ctx, doc, extra);
+  ctx.signal.throwIfAborted();
   const textures = new Map<Texture, EncodedTexture & { fileName: string }>();
   for (const [i, texture] of doc.getRoot().listTextures().entries()) {
     const image = texture.getImage();
@@ -257,13 +259,13 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
   async segmentation(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const parts = segmentModel(doc);
-    return modelOutput(job, doc, { parts });
+    return modelOutput(job, ctx, doc, { parts });
   },
 
   async completion(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const completed = completeParts(doc, { parts: partNames(job.input, doc) });
-    return modelOutput(job, doc, { completed });
+    return modelOutput(job, ctx, doc, { completed });
   },
 
   async smart_lowpoly(job, ctx) {
@@ -274,7 +276,7 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     // Adaptive: a quarter of the faces, within the spec's default range.
     const limit = count(job.input, 'face_limit') ?? Math.min(quad ? 10000 : 20000, Math.max(quad ? 500 : 1000, Math.round((quad ? current / 2 : current) / 4)));
     smartLowpoly(doc, { faceLimit: limit, quad, parts });
-    return modelOutput(job, doc, { topology: quad ? 'quad' : 'triangle', face_limit: limit });
+    return modelOutput(job, ctx, doc, { topology: quad ? 'quad' : 'triangle', face_limit: limit });
   },
 
   async texture(job, ctx) {
@@ -285,8 +287,7 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     const quality = input.texture_quality === 'detailed' ? 'detailed' : 'standard';
     const parts = partNames(input, doc);
     if (!texture && !pbr) {
-      if (quality !== 'detailed') throw new TaskRejectedError('texture and pbr cannot both be false with texture_quality standard');
-      // Detailed with neither: upscale the existing textures.
+      // Detailed with neither (the check refuses standard): upscale the existing textures.
       for (const t of doc.getRoot().listTextures()) {
         const image = t.getImage();
         if (image) t.setImage(await sharp(Buffer.from(image)).resize(UPSCALE_SIDE, UPSCALE_SIDE, { fit: 'inside' }).png().toBuffer()).setMimeType('image/png');
@@ -305,54 +306,48 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
       await paintModel(doc, { seed, palette: subject.palette, texture, pbr, size: TEXTURE_SIDE[quality], metallic: subject.metallic, roughness: subject.roughness, views: pictures, parts });
     }
     if (input.compress === 'geometry') await doc.transform(meshopt({ encoder: MeshoptEncoder, level: 'medium' }));
-    return modelOutput(job, doc, { texture, pbr, texture_quality: quality });
+    return modelOutput(job, ctx, doc, { texture, pbr, texture_quality: quality });
   },
 
   async check_riggable(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const report = inspectBody(doc);
-    return modelOutput(job, doc, { ...report });
+    return modelOutput(job, ctx, doc, { ...report });
   },
 
   async rig(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const rigType = (job.input.rig_type ?? 'biped') as RigType;
-    if (!RIG_TYPES.includes(rigType)) throw new TaskRejectedError(`rig_type must be one of ${RIG_TYPES.join(', ')}`);
     const spec = job.input.spec === 'spec_b' ? 'spec_b' : 'spec_a';
     const bones = rigModel(doc, { rigType, spec });
-    return riggedOutput(job, doc, { rig: { rig_type: rigType, spec, bones } });
+    return riggedOutput(job, ctx, doc, { rig: { rig_type: rigType, spec, bones } });
   },
 
   async retarget_animation(job, ctx) {
     const { doc, source } = await readSource(job, ctx);
     const input = job.input;
-    const ids = (Array.isArray(input.animations) ? input.animations : [input.animation]).filter((id): id is string => typeof id === 'string' && id !== '');
-    if (ids.length === 0) throw new TaskRejectedError('animation or animations needs at least one preset id');
+    const ids = animationIds(input);
     const skin = doc.getRoot().listSkins()[0];
     if (!skin) throw new TaskRejectedError('the source model has no skeleton: rig it first');
     if (source.rig?.spec === 'spec_b') throw new TaskRejectedError('retargeting needs a rig made with spec_a');
     const jointNames = skin.listJoints().map((j) => j.getName());
     const rigType = (source.rig?.rig_type as RigType | undefined) ?? RIG_TYPES.find((type) => SKELETONS[type].every((t) => jointNames.includes(t.name) || jointNames.includes(jointName(t.name, 'spec_b'))));
     if (!rigType || !RIG_TYPES.includes(rigType)) throw new TaskRejectedError('the source skeleton is not one the local engine made');
-    for (const id of ids) {
-      const preset = presetOf(id);
-      if (!preset) throw new TaskRejectedError(`unknown animation "${id}"; the local engine has ${Object.keys(ANIMATION_PRESETS).join(', ')}`);
-      if (!preset.rigTypes.includes(rigType)) throw new TaskRejectedError(`animation "${id}" is not available for a ${rigType} rig`);
-    }
+    const unavailable = ids.find((id) => !presetOf(id)!.rigTypes.includes(rigType));
+    if (unavailable) throw new TaskRejectedError(`animation "${unavailable}" is not available for a ${rigType} rig`);
     const animations = retargetAnimation(doc, {
       animations: ids,
       rigType,
       inPlace: input.animate_in_place === true,
       withGeometry: input.export_with_geometry !== false,
     });
-    return riggedOutput(job, doc, { animations, rig: source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames } });
+    return riggedOutput(job, ctx, doc, { animations, rig: source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames } });
   },
 
   async convert(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const input = job.input;
-    const format = String(input.format ?? '').toUpperCase() as ConvertFormat;
-    if (!CONVERT_FORMATS.includes(format)) throw new TaskRejectedError(`format must be one of ${CONVERT_FORMATS.join(', ')}`);
+    const format = String(input.format).toUpperCase() as ConvertFormat;
     if (doc.getRoot().listSkins().length > 0 && (format === 'OBJ' || format === 'STL' || format === '3MF')) throw new TaskRejectedError(`${format} does not support rigged models`);
     const number = (name: string) => (typeof input[name] === 'number' ? (input[name] as number) : undefined);
     const converted = await convertModel(doc, {
@@ -383,18 +378,17 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     const { doc } = await readSource(job, ctx);
     const before = faceCount(doc);
     refineModel(doc);
-    return modelOutput(job, doc, { refined_from_faces: before });
+    return modelOutput(job, ctx, doc, { refined_from_faces: before });
   },
 
   async stylize(job, ctx) {
     const { doc, source } = await readSource(job, ctx);
     const style = job.input.style as Style;
-    if (!STYLES.includes(style)) throw new TaskRejectedError(`style must be one of ${STYLES.join(', ')}`);
     const resolution = style === 'blockgame' ? (count(job.input, 'block_size') ?? BLOCK_SIZE) : STYLE_RESOLUTION[style];
     const grid = await stylizeModel(doc, { style, seed: digestOf(source.history_id, style), ...(resolution ? { resolution } : {}) });
     ctx.signal.throwIfAborted();
     const gridFacts = grid ? { grid: { origin: grid.origin, cell: grid.cell, size: grid.size } } : {};
-    if (style !== 'blockgame' || !grid) return modelOutput(job, doc, { style, ...gridFacts });
+    if (style !== 'blockgame' || !grid) return modelOutput(job, ctx, doc, { style, ...gridFacts });
     // The block game's own format is the result; a rendering of the blocks previews it.
     const schematic = writeSchematic(grid);
     return {
@@ -407,10 +401,64 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
   },
 };
 
+/** The preset ids of a retarget request: `animations`, or the single `animation`. */
+function animationIds(input: Input): string[] {
+  return (Array.isArray(input.animations) ? input.animations : [input.animation]).filter((id): id is string => typeof id === 'string' && id !== '');
+}
+
+/** Checks of a request's own fields: made before the task starts, and again when it runs. */
+const CHECKS: Record<string, (input: Input) => void> = {
+  generate(input) {
+    count(input, 'face_limit');
+    pictureRefs(input);
+  },
+  smart_lowpoly(input) {
+    count(input, 'face_limit');
+  },
+  texture(input) {
+    const standard = input.texture_quality !== 'detailed';
+    if (standard && !flag(input, ['texture', 'enable_texture'], true) && !flag(input, ['pbr', 'enable_pbr'], true)) throw new TaskRejectedError('texture and pbr cannot both be false with texture_quality standard');
+  },
+  rig(input) {
+    if (input.rig_type !== undefined && !RIG_TYPES.includes(input.rig_type as RigType)) throw new TaskRejectedError(`rig_type must be one of ${RIG_TYPES.join(', ')}`);
+  },
+  retarget_animation(input) {
+    const ids = animationIds(input);
+    if (ids.length === 0) throw new TaskRejectedError('animation or animations needs at least one preset id');
+    const unknown = ids.find((id) => !presetOf(id));
+    if (unknown) throw new TaskRejectedError(`unknown animation "${unknown}"; the local engine has ${Object.keys(ANIMATION_PRESETS).join(', ')}`);
+  },
+  convert(input) {
+    checkConvertOptions({
+      format: String(input.format ?? '').toUpperCase(),
+      textureFormat: typeof input.texture_format === 'string' ? input.texture_format.toUpperCase() : undefined,
+      orientation: typeof input.export_orientation === 'string' ? input.export_orientation : undefined,
+    });
+    count(input, 'face_limit');
+    count(input, 'texture_size');
+  },
+  stylize(input) {
+    if (!STYLES.includes(input.style as Style)) throw new TaskRejectedError(`style must be one of ${STYLES.join(', ')}`);
+    count(input, 'block_size');
+  },
+};
+
+function checkedHandler(check: ((input: Input) => void) | undefined, run: (job: GenerationJob, ctx: RunContext) => Promise<GenerationOutput>): LocalHandler {
+  return {
+    check: (job) => check?.(job.input),
+    run: (job, ctx) => {
+      check?.(job.input);
+      return run(job, ctx);
+    },
+  };
+}
+
+const generation = checkedHandler(CHECKS.generate, generate);
+
 /** Handlers of the mesh3d endpoints, keyed by task endpoint. */
 export const MESH_HANDLERS: Record<string, LocalHandler> = {
   'mesh3d.generate.text': generation,
   'mesh3d.generate.image': generation,
   'mesh3d.generate.multiview': generation,
-  ...Object.fromEntries(Object.entries(EDITS).map(([op, run]): [string, LocalHandler] => [`mesh3d.edit.${op}`, { run }])),
+  ...Object.fromEntries(Object.entries(EDITS).map(([op, run]): [string, LocalHandler] => [`mesh3d.edit.${op}`, checkedHandler(CHECKS[op], run)])),
 };
