@@ -64,17 +64,31 @@ export function rigModel(doc: Document, options: Partial<RigModelOptions> = {}):
       const count = arrays.positions.length / 3;
       arrays.joints = new Uint16Array(count * 4);
       arrays.weights = new Float32Array(count * 4);
-      const distances = new Float64Array(bones.length);
+      const influences = Math.min(4, opts.influences);
+      const nearest = new Int32Array(influences), nearestDistance = new Float64Array(influences);
       for (let v = 0; v < count; v++) {
         const p: Vec3 = [arrays.positions[v * 3]!, arrays.positions[v * 3 + 1]!, arrays.positions[v * 3 + 2]!];
-        bones.forEach((bone, b) => (distances[b] = segmentDistance(p, bone.from, bone.to)));
-        const nearest = [...distances.keys()].sort((a, b) => distances[a]! - distances[b]!).slice(0, Math.min(4, opts.influences));
-        const raw = nearest.map((b) => 1 / Math.pow(distances[b]! + softness, 4));
-        const total = raw.reduce((s, w) => s + w, 0);
-        nearest.forEach((b, k) => {
-          arrays.joints![v * 4 + k] = b;
-          arrays.weights![v * 4 + k] = raw[k]! / total;
-        });
+        nearest.fill(-1);
+        nearestDistance.fill(Infinity);
+        // Insertion into the short sorted list of the closest bones.
+        for (let b = 0; b < bones.length; b++) {
+          const d = segmentDistance(p, bones[b]!.from, bones[b]!.to);
+          for (let k = 0; k < influences; k++) {
+            if (d < nearestDistance[k]!) {
+              nearest.copyWithin(k + 1, k, influences - 1);
+              nearestDistance.copyWithin(k + 1, k, influences - 1);
+              nearest[k] = b;
+              nearestDistance[k] = d;
+              break;
+            }
+          }
+        }
+        let total = 0;
+        for (let k = 0; k < influences; k++) total += 1 / Math.pow(nearestDistance[k]! + softness, 4);
+        for (let k = 0; k < influences; k++) {
+          arrays.joints![v * 4 + k] = Math.max(0, nearest[k]!);
+          arrays.weights![v * 4 + k] = 1 / Math.pow(nearestDistance[k]! + softness, 4) / total;
+        }
       }
       writeArrays(doc, prim, arrays);
     }

@@ -100,35 +100,39 @@ function mergeSmall(segments: Segment[], tooSmall: (s: Segment, all: Segment[]) 
 /** k-means of triangle centroids, seeded by farthest points from the topmost triangle: deterministic. */
 function cluster(centroids: Float32Array, k: number): Segment[] {
   const count = centroids.length / 3;
+  const distance2 = (t: number, c: Vec3) => {
+    const dx = centroids[t * 3]! - c[0], dy = centroids[t * 3 + 1]! - c[1], dz = centroids[t * 3 + 2]! - c[2];
+    return dx * dx + dy * dy + dz * dz;
+  };
   const at = (t: number): Vec3 => [centroids[t * 3]!, centroids[t * 3 + 1]!, centroids[t * 3 + 2]!];
   let top = 0;
   for (let t = 1; t < count; t++) if (centroids[t * 3 + 1]! > centroids[top * 3 + 1]!) top = t;
   const centers: Vec3[] = [at(top)];
-  const nearestDistance = new Float64Array(count).fill(Infinity);
+  const nearest = new Float64Array(count).fill(Infinity);
   while (centers.length < k) {
     let far = 0;
     for (let t = 0; t < count; t++) {
-      nearestDistance[t] = Math.min(nearestDistance[t]!, distance(at(t), centers[centers.length - 1]!));
-      if (nearestDistance[t]! > nearestDistance[far]!) far = t;
+      nearest[t] = Math.min(nearest[t]!, distance2(t, centers[centers.length - 1]!));
+      if (nearest[t]! > nearest[far]!) far = t;
     }
     centers.push(at(far));
   }
   const assignment = new Uint32Array(count);
   for (let iteration = 0; iteration < 10; iteration++) {
-    const sums = centers.map(() => [0, 0, 0, 0]);
+    const sums = new Float64Array(centers.length * 4);
     for (let t = 0; t < count; t++) {
-      const p = at(t);
-      let best = 0;
-      for (let c = 1; c < centers.length; c++) if (distance(p, centers[c]!) < distance(p, centers[best]!)) best = c;
+      let best = 0, bestDistance = distance2(t, centers[0]!);
+      for (let c = 1; c < centers.length; c++) {
+        const d = distance2(t, centers[c]!);
+        if (d < bestDistance) [best, bestDistance] = [c, d];
+      }
       assignment[t] = best;
-      const sum = sums[best]!;
-      sum[0]! += p[0];
-      sum[1]! += p[1];
-      sum[2]! += p[2];
-      sum[3]!++;
+      for (let j = 0; j < 3; j++) sums[best * 4 + j]! += centroids[t * 3 + j]!;
+      sums[best * 4 + 3]!++;
     }
-    sums.forEach((s, c) => {
-      if (s[3]! > 0) centers[c] = [s[0]! / s[3]!, s[1]! / s[3]!, s[2]! / s[3]!];
+    centers.forEach((_, c) => {
+      const n = sums[c * 4 + 3]!;
+      if (n > 0) centers[c] = [sums[c * 4]! / n, sums[c * 4 + 1]! / n, sums[c * 4 + 2]! / n];
     });
   }
   const groups = centers.map(() => [] as number[]);
