@@ -97,6 +97,16 @@ describe('local mesh generation', () => {
     }
   });
 
+  it('simplifies a finer surface with smart_low_poly, as triangles or quads', async () => {
+    const tri = await run('generate.text', { prompt: 'a stone tower', face_limit: 1000, smart_low_poly: true, enable_texture: false });
+    const faces = triangles(await glbOf(tri));
+    assert.ok(faces <= 1000 && faces >= 900, `faces ${faces}`);
+    assert.equal(tri.extra?.smart_low_poly, true);
+    assert.notDeepEqual(fileOf(tri, 'model').data, fileOf(await run('generate.text', { prompt: 'a stone tower', face_limit: 1000, enable_texture: false }), 'model').data);
+    const quad = await run('generate.text', { prompt: 'a stone tower', face_limit: 500, topology: 'quad', smart_low_poly: true, enable_texture: false });
+    assert.ok((quad.extra?.polygon_count as number) <= 500 && (quad.extra?.quad_count as number) > 0);
+  });
+
   it('adds a metallic-roughness material and a pbr_model file when PBR is on', async () => {
     const out = await run('generate.text', { prompt: 'a steel robot', face_limit: 3000, enable_texture: true, enable_pbr: true });
     const pbr = await glbOf(out, 'pbr_model');

@@ -216,23 +216,6 @@ export function smoothNormals(positions: Float32Array, indices: Uint32Array): Fl
   return normals;
 }
 
-/** Edges used by exactly one triangle, counted on welded positions: 0 for a closed surface. */
-export function boundaryEdgeCount(positions: Float32Array, indices: Uint32Array): number {
-  const remap = positionRemap(positions);
-  const edges = new Map<string, number>();
-  for (let t = 0; t < indices.length; t += 3) {
-    for (let k = 0; k < 3; k++) {
-      const a = remap[indices[t + k]!]!, b = remap[indices[t + ((k + 1) % 3)]!]!;
-      if (a === b) continue;
-      const key = a < b ? `${a},${b}` : `${b},${a}`;
-      edges.set(key, (edges.get(key) ?? 0) + 1);
-    }
-  }
-  let open = 0;
-  for (const n of edges.values()) if (n === 1) open++;
-  return open;
-}
-
 /** Splits every triangle into four at its edge midpoints (attributes interpolated; shared edges share midpoints). */
 export function subdivide(arrays: MeshArrays): MeshArrays {
   const { indices } = arrays;

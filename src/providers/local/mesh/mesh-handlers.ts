@@ -9,15 +9,15 @@ import { MeshoptEncoder } from 'meshoptimizer';
 import sharp from 'sharp';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
-import { generateModel, type ReliefView } from './generate-model.ts';
-import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, writeGlb, type Vec3 } from './mesh-common.ts';
-import { importModel } from './import-model.ts';
 import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';
 import { completeParts } from './complete-parts.ts';
 import { checkConvertOptions, convertModel, type ConvertFormat } from './convert-model.ts';
 import { encodeTexture, type EncodedTexture } from './encode-texture.ts';
+import { generateModel, type ReliefView } from './generate-model.ts';
+import { importModel } from './import-model.ts';
 import { inspectBody } from './inspect-body.ts';
-import { paintModel, type ViewPicture } from './paint-model.ts';
+import { bakeNodeTransforms, createDocument, describeModel, digestOf, faceCount, meshNodes, meshoptReady, writeGlb, type Vec3 } from './mesh-common.ts';
+import { paintModel } from './paint-model.ts';
 import { readSubject } from './read-subject.ts';
 import { refineModel } from './refine-model.ts';
 import { renderPreview } from './render-preview.ts';
@@ -27,14 +27,16 @@ import { segmentModel } from './segment-model.ts';
 import { RIG_TYPES, SKELETONS, jointName, type RigType } from './skeleton-templates.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
 import { STYLES, stylizeModel, type Style } from './stylize-model.ts';
-import { writeSchematic } from './write-schematic.ts';
 import { writeFbx } from './write-fbx.ts';
+import { writeSchematic } from './write-schematic.ts';
 
 const GLB_MIME = 'model/gltf-binary';
 const FBX_MIME = 'application/octet-stream';
 /** Faces when a generation names no face_limit: the model adapts, the local one picks these. */
 const ADAPTIVE_FACES = { standard: 20000, detailed: 60000 };
 const TEXTURE_SIDE = { standard: 1024, detailed: 2048 };
+/** How much finer a smart low-poly generation starts before it is simplified. */
+const LOW_POLY_DETAIL = 4;
 
 /** Directions of the semantic views (spec document 2): the subject faces +Z, its own left is +X. */
 const VIEW_DIRECTIONS: Record<string, Vec3> = {
@@ -153,16 +155,19 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
   ctx.signal.throwIfAborted();
 
   const doc = createDocument();
+  // Smart low-poly: a finer surface first, then meshoptimizer brings it down to the limit.
+  const lowPoly = input.smart_low_poly === true;
   const layout = generateModel(doc, {
     seed,
     subject: subject.kind,
     words: subject.words,
-    faceLimit,
+    faceLimit: lowPoly ? faceLimit * LOW_POLY_DETAIL : faceLimit,
     topology: separateParts ? 'triangle' : topology,
     separateParts,
     detailed: quality === 'detailed',
     relief: await reliefOf(pictures),
   });
+  if (lowPoly) smartLowpoly(doc, { faceLimit, quad: topology === 'quad' && !separateParts });
   await ctx.progress(40, 'geometry');
   ctx.signal.throwIfAborted();
 
@@ -177,7 +182,7 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
     metallic: subject.metallic,
     roughness: subject.roughness,
     tileColumns: separateParts ? 1 : layout.tileColumns,
-    views: pictures as ViewPicture[],
+    views: pictures,
   });
   await ctx.progress(70, 'texture');
   ctx.signal.throwIfAborted();
@@ -192,7 +197,7 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
   files.push({ type: 'image', role: 'preview', data: await renderPreview(doc), fileName: `${job.taskId}-preview.png`, mimeType: 'image/png' });
   return {
     files,
-    extra: { ...describeModel(doc), topology: separateParts ? 'triangle' : topology, texture, pbr, subject: subject.kind },
+    extra: { ...describeModel(doc), topology: separateParts ? 'triangle' : topology, texture, pbr, smart_low_poly: lowPoly, subject: subject.kind },
   };
 }
 
@@ -242,7 +247,7 @@ async function riggedOutput(job: GenerationJob, ctx: RunContext, doc: Document, 
   const textures = new Map<Texture, EncodedTexture & { fileName: string }>();
   for (const [i, texture] of doc.getRoot().listTextures().entries()) {
     const image = texture.getImage();
-    if (image) textures.set(texture, { ...(await encodeTexture(Buffer.from(image), 'PNG', UPSCALE_SIDE)), fileName: `texture_${i}.png` });
+    if (image) textures.set(texture, { ...(await encodeTexture(Buffer.from(image), 'PNG', KEEP_SIDE)), fileName: `texture_${i}.png` });
   }
   const data = writeFbx(doc, { textures, animations: true });
   return { files: [{ type: '3d', role: 'model', data, fileName: `${job.taskId}.fbx`, mimeType: FBX_MIME }], extra: { ...describeModel(doc, 'fbx'), ...extra } };
@@ -254,6 +259,8 @@ const BLOCK_SIZE = 80;
 
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
 const UPSCALE_SIDE = 4096;
+/** A side no texture reaches: re-encoding keeps the size. */
+const KEEP_SIDE = 16384;
 
 const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<GenerationOutput>> = {
   async segmentation(job, ctx) {

@@ -73,20 +73,23 @@ export async function paintModel(doc: Document, options: Partial<PaintModelOptio
     metalRough = doc.createTexture('metallic_roughness').setImage(png).setMimeType('image/png').setURI('metallic_roughness.png');
   }
 
+  // A painted texture is one material for all parts; plain colours and kept colours go per part.
+  const shared = baseColor ? finish(doc.createMaterial('surface').setBaseColorTexture(baseColor).setBaseColorFactor([1, 1, 1, 1])) : null;
+  function finish(material: Material): Material {
+    if (metalRough) return material.setMetallicRoughnessTexture(metalRough).setMetallicFactor(1).setRoughnessFactor(1);
+    return material.setMetallicFactor(opts.metallic).setRoughnessFactor(opts.roughness);
+  }
   nodes.forEach((node, index) => {
     for (const prim of node.getMesh()!.listPrimitives()) {
       const previous = prim.getMaterial();
-      const material: Material = doc.createMaterial(baseColor || nodes.length === 1 ? 'surface' : `${node.getName()}_surface`);
-      if (baseColor) material.setBaseColorTexture(baseColor).setBaseColorFactor([1, 1, 1, 1]);
-      else if (opts.texture || !previous) {
+      let material = shared;
+      if (!material && (opts.texture || !previous)) {
         const [r, g, b] = opts.palette[index % opts.palette.length]!;
-        material.setBaseColorFactor([r, g, b, 1]);
-      } else {
+        material = finish(doc.createMaterial(nodes.length === 1 ? 'surface' : `${node.getName()}_surface`).setBaseColorFactor([r, g, b, 1]));
+      } else if (!material) {
         // PBR maps added to a model keep its existing colour.
-        material.setBaseColorFactor(previous.getBaseColorFactor()).setBaseColorTexture(previous.getBaseColorTexture());
+        material = finish(doc.createMaterial(previous!.getName() || 'surface').setBaseColorFactor(previous!.getBaseColorFactor()).setBaseColorTexture(previous!.getBaseColorTexture()));
       }
-      if (metalRough) material.setMetallicRoughnessTexture(metalRough).setMetallicFactor(1).setRoughnessFactor(1);
-      else material.setMetallicFactor(opts.metallic).setRoughnessFactor(opts.roughness);
       prim.setMaterial(material);
     }
   });
