@@ -395,6 +395,9 @@ describe('local mesh conversion', () => {
     const texture = doc.getRoot().listTextures()[0]!;
     assert.equal(texture.getMimeType(), 'image/jpeg');
     assert.ok((await sharp(Buffer.from(texture.getImage()!)).metadata()).width! <= 256);
+    assert.equal(out.extra?.unapplied_options, undefined);
+    const packed = await convert(await texturedModel(), { format: 'GLTF', pack_uv: true, bake: true });
+    assert.deepEqual(packed.out.extra?.unapplied_options, ['pack_uv'], 'options taken without effect are reported');
     const webp = await convert(await texturedModel(), { format: 'GLTF', texture_format: 'WEBP' });
     assert.ok(JSON.parse(webp.file.data.toString()).extensionsRequired.includes('EXT_texture_webp'));
   });

@@ -259,6 +259,8 @@ const BLOCK_SIZE = 80;
 
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
 const UPSCALE_SIDE = 4096;
+/** Convert options the local engine takes without acting on them, with the value that asks for nothing. */
+const CONVERT_NO_EFFECT: Record<string, unknown> = { force_symmetry: false, pack_uv: false, bake: true, fbx_preset: 'preset_a' };
 /** A side no texture reaches: re-encoding keeps the size. */
 const KEEP_SIDE = 16384;
 
@@ -373,8 +375,7 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
       exportVertexColors: input.export_vertex_colors === true,
       orientation: typeof input.export_orientation === 'string' ? input.export_orientation : undefined,
     });
-    // Accepted but without effect on the local engine's output.
-    const unapplied = ['force_symmetry', 'pack_uv', 'bake', 'fbx_preset'].filter((name) => input[name] !== undefined);
+    const unapplied = Object.entries(CONVERT_NO_EFFECT).filter(([name, neutral]) => input[name] !== undefined && input[name] !== neutral).map(([name]) => name);
     return {
       files: [{ type: '3d', role: 'model', data: converted.data, fileName: `${job.taskId}.${converted.extension}`, mimeType: converted.mimeType }],
       extra: { ...describeModel(doc, format.toLowerCase()), ...(unapplied.length > 0 ? { unapplied_options: unapplied } : {}) },
