@@ -278,6 +278,11 @@ describe('local mesh edits', () => {
     assert.equal((await sharp(Buffer.from(green.getBaseColorTexture()!.getImage()!)).metadata()).width, 1024);
     assert.equal(green.getMetallicRoughnessTexture(), null);
     await assert.rejects(edit('texture', source, { texture: false, pbr: false, texture_quality: 'standard' }), TaskRejectedError);
+    const compressed = fileOf(await edit('texture', source, { texture: true, pbr: false, compress: 'geometry' }), 'model').data;
+    const json = JSON.parse(compressed.toString('utf8', 20, 20 + compressed.readUInt32LE(12)));
+    assert.ok(json.extensionsUsed.includes('EXT_meshopt_compression'), 'geometry compressed with meshoptimizer');
+    const faces = (await edit('smart_lowpoly', compressed, { face_limit: 500 })).extra?.face_count as number;
+    assert.ok(faces <= 500 && faces > 400, 'and still a source for later edits');
   });
 
   it('checks riggability from the body: a figure is a biped, an animal a quadruped, a ball is not riggable', async () => {
