@@ -12,14 +12,20 @@ export interface BenchServer {
   stop(): Promise<void>;
 }
 
+/** The node arguments of `npm start` (its flags, dist/cli.js serve), read from package.json. */
+function startScriptArgs(): string[] {
+  const start = (JSON.parse(fs.readFileSync('package.json', 'utf8')) as { scripts: { start: string } }).scripts.start;
+  return start.split(/\s+/).slice(1);
+}
+
 /**
  * Starts `gengate serve` as its own process (as an operator would) on a free port with a fresh
- * DATA_DIR; with `built`, the compiled JavaScript of `npm run build` runs, as `npm start` does.
+ * DATA_DIR; with `built`, the compiled JavaScript of `npm run build` runs as `npm start` runs it.
  */
 export async function startBenchServer(env: Record<string, string> = {}, opts: { built?: boolean } = {}): Promise<BenchServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-bench-'));
   const adminToken = 'bench-admin-token';
-  const args = opts.built ? ['--enable-source-maps', 'dist/cli.js', 'serve'] : ['--import', 'tsx', 'src/cli.ts', 'serve'];
+  const args = opts.built ? startScriptArgs() : ['--import', 'tsx', 'src/cli.ts', 'serve'];
   const child = spawn(process.execPath, args, {
     env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],

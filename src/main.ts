@@ -18,10 +18,8 @@ import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { TaskMetrics } from './tasks/task-metrics.ts';
 import type { AppServices } from './http/services.ts';
 import { InProcessEventBus, type EventBus } from './tasks/event-bus.ts';
-import { RedisEventBus } from './tasks/redis-event-bus.ts';
 import { TasksRepo } from './storage/repos/tasks-repo.ts';
 import { DbTaskQueue } from './tasks/db-task-queue.ts';
-import { BullMqTaskQueue } from './tasks/bullmq-task-queue.ts';
 import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
@@ -74,15 +72,16 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
 
   const assets = new AssetService(new AssetsRepo(db), blobs, { logger: logger.child({ component: 'assets' }) });
 
-  // With REDIS_URL the instances of a deployment share the queue and every bus message.
+  // With REDIS_URL the instances of a deployment share the queue and every bus message. The Redis
+  // clients (ioredis, BullMQ: some 20 MB of memory) are loaded only then.
   const bus: EventBus = settings.redisUrl
-    ? await RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: logger.child({ component: 'bus' }) })
+    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: logger.child({ component: 'bus' }) })
     : new InProcessEventBus();
   bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));
   const tasksRepo = new TasksRepo(db);
   const queueLogger = logger.child({ component: 'queue' });
   const queue: TaskQueue = settings.redisUrl
-    ? new BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger })
+    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger })
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
