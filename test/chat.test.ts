@@ -72,7 +72,7 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
   before(async () => {
     process.env[API_KEY_ENV] = API_KEY;
     fake = await startFakeChatUpstream();
-    const retry = { attempts: 2, base_delay_ms: 1, max_delay_ms: 100 };
+    const retry = { attempts: 2, base_delay_ms: 1, max_delay_ms: 1500 };
     srv = await startTestServer({
       GENGATE_CONFIG: JSON.stringify({
         providers: {
@@ -306,6 +306,14 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     assert.deepEqual(fake.requests[before].body, fake.requests[before + 2].body, 'the same body every time');
 
     before = fake.requests.length;
+    fake.script({ kind: 'status', status: 429, headers: { 'retry-after': '1' } });
+    const started = Date.now();
+    const waited = await chat({ model: 'gpt-4.1', messages, stream: false });
+    assert.equal(waited.status, 200);
+    assert.ok(Date.now() - started >= 950, `the retry waited for Retry-After (${Date.now() - started} ms)`);
+    assert.equal(fake.requests.length - before, 2);
+
+    before = fake.requests.length;
     fake.script({ kind: 'status', status: 500, message: 'boom 1' }, { kind: 'status', status: 500, message: 'boom 2' }, { kind: 'status', status: 500, message: 'boom 3' });
     const failed = await chat({ model: 'gpt-4.1', messages });
     assert.equal(failed.status, 502);
@@ -459,6 +467,23 @@ describe('chat upstream failures before an answer', () => {
     const slow = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
     assert.equal(slow.status, 504);
     assertApiError(await slow.json(), 'upstream_timeout', null);
+
+    // Accepted, but no chunk in time: still an error status, since nothing was streamed yet.
+    fake.script({ kind: 'slow', delayMs: 1500 });
+    const silent = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages } });
+    assert.equal(silent.status, 504);
+    assertApiError(await silent.json(), 'upstream_timeout', null);
+  });
+
+  it('ends a stream whose upstream falls silent midway with an upstream_timeout event', async () => {
+    fake.script({ kind: 'hold', afterChunks: 1, release: new Promise<void>(() => undefined) });
+    const res = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages: [{ role: 'user', content: 'one two three' }] } });
+    assert.equal(res.status, 200);
+    const events = await allEvents(res);
+    assert.notEqual(events[events.length - 1], '[DONE]');
+    const last = JSON.parse(events[events.length - 1]);
+    assertApiError(last, 'upstream_timeout', null);
+    assert.equal(contentOf(events.slice(0, -1).map((e) => JSON.parse(e))), 'Echo:');
   });
 });
 

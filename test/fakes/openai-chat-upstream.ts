@@ -141,6 +141,8 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
 
     const includeUsage = (body.stream_options as { include_usage?: boolean } | undefined)?.include_usage === true && behaviour?.kind !== 'no_usage';
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    // The status line goes out at once, before the first chunk, as OpenAI's does.
+    res.flushHeaders();
     const send = async (data: string) => {
       if (slowMs) await delay(slowMs);
       res.write(`data: ${data}\n\n`);

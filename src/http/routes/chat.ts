@@ -138,10 +138,14 @@ export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
     const outcome = await services.chat.start(request.body, request.principal.userId, abort.signal);
     if (outcome.kind === 'completion') return outcome.completion;
 
+    // Until the first chunk the answer can still be an error status (e.g. 504 when the upstream
+    // accepted the call but sent nothing in time); from then on failures are events.
+    const chunks = outcome.chunks[Symbol.asyncIterator]();
+    let next = await chunks.next();
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
     try {
-      for await (const chunk of outcome.chunks) await sse.send(JSON.stringify(chunk));
+      for (; !next.done; next = await chunks.next()) await sse.send(JSON.stringify(next.value));
       sse.end('[DONE]');
     } catch (err) {
       if (abort.signal.aborted) return;
