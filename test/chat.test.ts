@@ -102,7 +102,6 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
       stop: ['\n\n'],
       user: 'end-user-7',
       top_k: 5,
-      conversationId: undefined,
     });
     const { chunks, done } = await stream(res);
     assert.ok(done, 'the stream ends with [DONE]');
