@@ -1,8 +1,8 @@
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ffmpegInstaller from '@ffmpeg-installer/ffmpeg';
+import { runChild, type ChildRun } from './run-child.ts';
 
 // ffmpeg is GPL: it only ever runs as a child process; the installer package just locates it.
 const FFMPEG_PATH = ffmpegInstaller.path;
@@ -39,42 +39,8 @@ export interface RunFfmpegOptions {
   signal?: AbortSignal;
 }
 
-/** What ffmpeg printed, the exit code and the output bytes. */
-interface FfmpegRun {
-  code: number | null;
-  stdout: Buffer;
-  stderr: string;
-}
-
-function spawnFfmpeg(args: string[], cwd: string | undefined, input: Buffer | undefined, signal?: AbortSignal): Promise<FfmpegRun> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const child = spawn(FFMPEG_PATH, ['-hide_banner', '-loglevel', 'info', ...args], {
-      cwd,
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    const stdout: Buffer[] = [];
-    let stderr = '';
-    const onAbort = () => child.kill('SIGKILL');
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS * 4);
-    });
-    // ffmpeg may stop reading stdin early (probing, -t); a closed pipe is not an error.
-    child.stdin.on('error', () => {});
-    child.on('error', (err) => {
-      signal?.removeEventListener('abort', onAbort);
-      reject(err);
-    });
-    child.on('close', (code) => {
-      signal?.removeEventListener('abort', onAbort);
-      if (signal?.aborted) reject(signal.reason);
-      else resolve({ code, stdout: Buffer.concat(stdout), stderr });
-    });
-    child.stdin.end(input);
-  });
+function spawnFfmpeg(args: string[], cwd: string | undefined, input: Buffer | undefined, signal?: AbortSignal): Promise<ChildRun> {
+  return runChild(FFMPEG_PATH, ['-hide_banner', '-loglevel', 'info', ...args], { cwd, input, signal, stderrTailChars: STDERR_TAIL_CHARS * 4 });
 }
 
 /** Runs `fn` in a fresh temporary directory, removed afterwards whatever happens. */

@@ -1,5 +1,5 @@
-import { spawn } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { runChild } from '../run-child.ts';
 
 /** Sample rate of everything mespeak produces (16-bit mono). */
 export const MESPEAK_SAMPLE_RATE = 22050;
@@ -32,36 +32,10 @@ const STDERR_TAIL_CHARS = 2000;
  * process (mespeak-child.cjs). Returns one array of samples in [-1, 1] per utterance, at
  * MESPEAK_SAMPLE_RATE. The child is killed when `signal` aborts.
  */
-export function speakUtterances(voice: MespeakVoice, items: Utterance[], signal?: AbortSignal): Promise<Float32Array[]> {
-  return new Promise((resolve, reject) => {
-    signal?.throwIfAborted();
-    const child = spawn(process.execPath, [CHILD_SCRIPT], { stdio: ['pipe', 'pipe', 'pipe'] });
-    const stdout: Buffer[] = [];
-    let stderr = '';
-    const onAbort = () => child.kill('SIGKILL');
-    signal?.addEventListener('abort', onAbort, { once: true });
-    child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-    child.stderr.setEncoding('utf8');
-    child.stderr.on('data', (chunk: string) => {
-      stderr = (stderr + chunk).slice(-STDERR_TAIL_CHARS);
-    });
-    child.stdin.on('error', () => {});
-    child.on('error', (err) => {
-      signal?.removeEventListener('abort', onAbort);
-      reject(err);
-    });
-    child.on('close', (code) => {
-      signal?.removeEventListener('abort', onAbort);
-      if (signal?.aborted) return reject(signal.reason);
-      if (code !== 0) return reject(new Error(`speech synthesis exited with code ${code}: ${stderr.trim().split('\n').pop() ?? ''}`));
-      try {
-        resolve(splitWavs(Buffer.concat(stdout), items.length));
-      } catch (err) {
-        reject(err);
-      }
-    });
-    child.stdin.end(JSON.stringify({ voice, items }));
-  });
+export async function speakUtterances(voice: MespeakVoice, items: Utterance[], signal?: AbortSignal): Promise<Float32Array[]> {
+  const run = await runChild(process.execPath, [CHILD_SCRIPT], { input: JSON.stringify({ voice, items }), stderrTailChars: STDERR_TAIL_CHARS, signal });
+  if (run.code !== 0) throw new Error(`speech synthesis exited with code ${run.code}: ${run.stderr.trim().split('\n').pop() ?? ''}`);
+  return splitWavs(run.stdout, items.length);
 }
 
 /** The child's output: `count` length-prefixed WAV files. */
