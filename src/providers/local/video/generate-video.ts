@@ -4,7 +4,7 @@ import { TaskFailedError, TaskRejectedError, type GenerationJob, type Generation
 import { runFfmpeg } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readAudioDuration, readVideoInput } from './media-input.ts';
-import { AAC_ARGS, H264_MP4_ARGS, MP4_MIME_TYPE, even } from './mp4-encoding.ts';
+import { AAC_ARGS, H264_MP4_ARGS, even, mp4Output } from './mp4-encoding.ts';
 import { videoFrameSize } from './video-frame-size.ts';
 
 /** The request as POST /v1/video/generations stores it (defaults filled in by the route). */
@@ -326,15 +326,6 @@ export const generateVideo: LocalHandler = {
 
     const args = ['-y', ...graph.args, '-filter_complex', graph.chains.join(';'), ...maps, '-r', String(fps), ...H264_MP4_ARGS, '-t', String(duration), 'out.mp4'];
     const data = await runFfmpeg(args, { files: graph.files, outputFile: 'out.mp4', signal: ctx.signal });
-    return {
-      files: [{
-        type: 'video',
-        data,
-        fileName: `${job.taskId}.mp4`,
-        mimeType: MP4_MIME_TYPE,
-        mediaSize: { type: 'video', width, height, status: 1 },
-        hasAudio: withAudio,
-      }],
-    };
+    return mp4Output(job.taskId, data, { width, height }, withAudio);
   },
 };

@@ -6,7 +6,7 @@ import { TaskFailedError, type GenerationJob, type GenerationOutput, type RunCon
 import { runFfmpeg, withWorkDir } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readAudioDuration, readVideoInput } from './media-input.ts';
-import { AAC_ARGS, H264_MP4_ARGS, MP4_MIME_TYPE, even } from './mp4-encoding.ts';
+import { AAC_ARGS, H264_MP4_ARGS, even, mp4Output } from './mp4-encoding.ts';
 import { frameOrder } from './frame-order.ts';
 
 /** The request as POST /v1/digital-human/generations stores it, plus the resource the gateway adds. */
@@ -108,16 +108,7 @@ export const lipSyncVideo: LocalHandler = {
         ...(request.separate_vocal ? ['-af', VOICE_BAND] : []), ...H264_MP4_ARGS, ...AAC_ARGS, '-t', seconds.toFixed(3), 'out.mp4'];
       const data = await runFfmpeg(args, { dir, outputFile: 'out.mp4', signal: ctx.signal });
       const size = await sharp(join(dir, 'frames', frameName(0))).metadata();
-      return {
-        files: [{
-          type: 'video',
-          data,
-          fileName: `${job.taskId}.mp4`,
-          mimeType: MP4_MIME_TYPE,
-          mediaSize: { type: 'video', width: size.width, height: size.height, status: 1 },
-          hasAudio: true,
-        }],
-      };
+      return mp4Output(job.taskId, data, size, true);
     });
   },
 };
