@@ -37,27 +37,20 @@ const FOUR_SLOTS = ['front', 'left', 'back', 'right'] as const;
 
 const quadOnly = (value: unknown) => (value === 'quad' || value === true ? true : undefined);
 
+/** Rules for fields Tripo takes under the gateway's own names. */
+const asIs = (...fields: string[]): FieldRule[] => fields.map((f) => ({ from: f, to: f }));
+
 /** Generation fields under Tripo's names (family rules upstream of here refuse what a model lacks). */
 const GENERATION_FIELDS: FieldRule[] = [
-  { from: 'prompt', to: 'prompt' },
-  { from: 'negative_prompt', to: 'negative_prompt' },
-  { from: 'image_seed', to: 'image_seed' },
+  ...asIs('prompt', 'negative_prompt', 'image_seed'),
   { from: 'seed', to: 'model_seed' },
-  { from: 'texture_seed', to: 'texture_seed' },
-  { from: 'face_limit', to: 'face_limit' },
+  ...asIs('texture_seed', 'face_limit'),
   { from: 'enable_texture', to: 'texture' },
   { from: 'enable_pbr', to: 'pbr' },
-  { from: 'texture_quality', to: 'texture_quality' },
-  { from: 'geometry_quality', to: 'geometry_quality' },
+  ...asIs('texture_quality', 'geometry_quality'),
   // Only an explicit quad goes: P1 and the international service refuse even `quad: false`.
   { from: 'topology', to: 'quad', convert: quadOnly },
-  { from: 'smart_low_poly', to: 'smart_low_poly' },
-  { from: 'generate_parts', to: 'generate_parts' },
-  { from: 'auto_size', to: 'auto_size' },
-  { from: 'export_uv', to: 'export_uv' },
-  { from: 'enable_image_autofix', to: 'enable_image_autofix' },
-  { from: 'texture_alignment', to: 'texture_alignment' },
-  { from: 'orientation', to: 'orientation' },
+  ...asIs('smart_low_poly', 'generate_parts', 'auto_size', 'export_uv', 'enable_image_autofix', 'texture_alignment', 'orientation'),
 ];
 
 /** Gateway names of rig specs and stylize styles → Tripo's. */
@@ -77,34 +70,32 @@ interface EditMapping {
 
 const EDITS: Record<string, EditMapping> = {
   'mesh3d.edit.segmentation': { fields: [], version: 'model_version_seg' },
-  'mesh3d.edit.completion': { fields: [{ from: 'part_names', to: 'part_names' }], version: 'model_version_seg' },
+  'mesh3d.edit.completion': { fields: asIs('part_names'), version: 'model_version_seg' },
   'mesh3d.edit.smart_lowpoly': {
-    fields: [{ from: 'quad', to: 'quad', convert: quadOnly }, { from: 'part_names', to: 'part_names' }, { from: 'face_limit', to: 'face_limit' }, { from: 'bake', to: 'bake' }],
+    fields: [{ from: 'quad', to: 'quad', convert: quadOnly }, ...asIs('part_names', 'face_limit', 'bake')],
     version: 'model',
   },
   'mesh3d.edit.texture': {
-    fields: ['texture', 'pbr', 'texture_seed', 'texture_alignment', 'texture_quality', 'part_names', 'compress', 'bake'].map((f) => ({ from: f, to: f })),
+    fields: asIs('texture', 'pbr', 'texture_seed', 'texture_alignment', 'texture_quality', 'part_names', 'compress', 'bake'),
     version: 'model',
   },
   'mesh3d.edit.convert': {
     fields: [
-      { from: 'format', to: 'format' },
+      ...asIs('format'),
       { from: 'quad', to: 'quad', convert: quadOnly },
-      ...['force_symmetry', 'face_limit', 'flatten_bottom', 'flatten_bottom_threshold', 'texture_size', 'texture_format', 'pivot_to_center_bottom', 'scale_factor',
-        'with_animation', 'pack_uv', 'bake', 'part_names', 'animate_in_place', 'export_vertex_colors', 'export_orientation'].map((f) => ({ from: f, to: f })),
+      ...asIs('force_symmetry', 'face_limit', 'flatten_bottom', 'flatten_bottom_threshold', 'texture_size', 'texture_format', 'pivot_to_center_bottom', 'scale_factor',
+        'with_animation', 'pack_uv', 'bake', 'part_names', 'animate_in_place', 'export_vertex_colors', 'export_orientation'),
       { from: 'fbx_preset', to: 'fbx_preset', convert: mapped(FBX_PRESETS) },
     ],
   },
   'mesh3d.edit.check_riggable': { fields: [] },
   'mesh3d.edit.rig': {
-    fields: [{ from: 'out_format', to: 'out_format' }, { from: 'rig_type', to: 'rig_type' }, { from: 'spec', to: 'spec', convert: mapped(RIG_SPECS) }],
+    fields: [...asIs('out_format', 'rig_type'), { from: 'spec', to: 'spec', convert: mapped(RIG_SPECS) }],
     version: 'rigging_model_version',
   },
-  'mesh3d.edit.retarget_animation': {
-    fields: ['out_format', 'bake_animation', 'export_with_geometry', 'animate_in_place'].map((f) => ({ from: f, to: f })),
-  },
+  'mesh3d.edit.retarget_animation': { fields: asIs('out_format', 'bake_animation', 'export_with_geometry', 'animate_in_place') },
   'mesh3d.edit.refine': { fields: [] },
-  'mesh3d.edit.stylize': { fields: [{ from: 'style', to: 'style', convert: mapped(STYLES) }, { from: 'block_size', to: 'block_size' }] },
+  'mesh3d.edit.stylize': { fields: [{ from: 'style', to: 'style', convert: mapped(STYLES) }, ...asIs('block_size')] },
 };
 
 /** Input fields the mapping reads without a rule, and the gateway's own. */
