@@ -16,6 +16,28 @@ const PADDING_FIELD = 0xd935;
 const DOS_TIME = 0;
 const DOS_DATE = (0 << 9) | (1 << 5) | 1;
 
+/** What a stored entry's local and central headers both say of it. */
+interface EntryFields {
+  crc: number;
+  size: number;
+  nameLength: number;
+  extraLength: number;
+}
+
+/** The run of fields the local and central headers share, from "version needed" to the extra field's length. */
+function writeEntryFields(header: Buffer, at: number, fields: EntryFields): void {
+  header.writeUInt16LE(20, at); // needs version 2.0
+  header.writeUInt16LE(0x0800, at + 2); // names are UTF-8
+  header.writeUInt16LE(0, at + 4); // stored
+  header.writeUInt16LE(DOS_TIME, at + 6);
+  header.writeUInt16LE(DOS_DATE, at + 8);
+  header.writeUInt32LE(fields.crc, at + 10);
+  header.writeUInt32LE(fields.size, at + 14); // compressed size: stored, so the same
+  header.writeUInt32LE(fields.size, at + 18);
+  header.writeUInt16LE(fields.nameLength, at + 22);
+  header.writeUInt16LE(fields.extraLength, at + 24);
+}
+
 /**
  * A zip archive whose files are stored uncompressed, as 3MF and USDZ packages allow (USDZ
  * requires it); padding in each local header's extra field aligns the data.
@@ -36,31 +58,14 @@ export function storedZip(entries: ZipEntry[], options: Partial<StoredZipOptions
       extra.writeUInt16LE(PADDING_FIELD, 0);
       extra.writeUInt16LE(padding - 4, 2);
     }
+    const fields: EntryFields = { crc, size: data.length, nameLength: fileName.length, extraLength: extra.length };
     const local = Buffer.alloc(30);
     local.writeUInt32LE(0x04034b50, 0);
-    local.writeUInt16LE(20, 4);
-    local.writeUInt16LE(0x0800, 6); // names are UTF-8
-    local.writeUInt16LE(0, 8); // stored
-    local.writeUInt16LE(DOS_TIME, 10);
-    local.writeUInt16LE(DOS_DATE, 12);
-    local.writeUInt32LE(crc, 14);
-    local.writeUInt32LE(data.length, 18);
-    local.writeUInt32LE(data.length, 22);
-    local.writeUInt16LE(fileName.length, 26);
-    local.writeUInt16LE(extra.length, 28);
+    writeEntryFields(local, 4, fields);
     const header = Buffer.alloc(46);
     header.writeUInt32LE(0x02014b50, 0);
-    header.writeUInt16LE(20, 4);
-    header.writeUInt16LE(20, 6);
-    header.writeUInt16LE(0x0800, 8);
-    header.writeUInt16LE(0, 10);
-    header.writeUInt16LE(DOS_TIME, 12);
-    header.writeUInt16LE(DOS_DATE, 14);
-    header.writeUInt32LE(crc, 16);
-    header.writeUInt32LE(data.length, 20);
-    header.writeUInt32LE(data.length, 24);
-    header.writeUInt16LE(fileName.length, 28);
-    header.writeUInt16LE(extra.length, 30);
+    header.writeUInt16LE(20, 4); // made by version 2.0
+    writeEntryFields(header, 6, fields);
     header.writeUInt32LE(offset, 42);
     central.push(header, fileName, extra);
     chunks.push(local, fileName, extra, data);
