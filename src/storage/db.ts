@@ -1,7 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
 import SQLite from 'better-sqlite3';
-import pg from 'pg';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { migrations } from './migrations/index.ts';
@@ -69,6 +68,8 @@ function withStatementCache(database: SQLite.Database): SqliteDatabase {
 }
 
 async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
+  // Loaded only here: an embedded (SQLite) gateway does not keep the driver in memory.
+  const { default: pg } = await import('pg');
   // Millisecond timestamps are int8; read them as numbers like SQLite does.
   const types = {
     getTypeParser: (oid: number, format?: 'text' | 'binary') =>

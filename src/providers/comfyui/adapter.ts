@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import sharp from 'sharp';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient, UpstreamError } from '../upstream-client.ts';
+import { loadSharp } from '../load-sharp.ts';
 import type { NodeStatus } from '../../tasks/task-record.ts';
 import { ComfySocket } from './comfyui-socket.ts';
 import {
@@ -116,6 +116,7 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
       const kind = outputKind(file.filename, workflow.output_type);
       const generated: GeneratedFile = { type: kind.type, data: res.body, fileName: file.filename, mimeType: kind.mimeType };
       if (kind.type === 'image') {
+        const sharp = await loadSharp();
         const meta = await sharp(res.body).metadata().catch(() => undefined);
         if (meta?.width && meta.height) generated.mediaSize = { type: 'image', width: meta.width, height: meta.height, status: 1 };
       }

@@ -1,14 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
-import { generateImage } from './image/generate-image.ts';
-import { editImage } from './image/edit-image.ts';
 import type { LocalHandler } from './local-handler.ts';
-import { MESH_HANDLERS } from './mesh/mesh-handlers.ts';
-import { generateSong } from './audio/generate-song.ts';
-import { generateSpeech } from './audio/generate-speech.ts';
-import { generateVideo } from './video/generate-video.ts';
-import { createDigitalHuman } from './video/create-digital-human.ts';
-import { lipSyncVideo } from './video/lip-sync-video.ts';
 
 export interface LocalEngineOptions {
   /** The run's progress updates are spread over at least this long (LOCAL_ENGINE_MIN_DURATION_MS). */
@@ -17,17 +9,26 @@ export interface LocalEngineOptions {
 
 const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 
-/** What the local engine does for each generation endpoint. */
-const HANDLERS: Record<string, LocalHandler> = {
-  'images.generations': generateImage,
-  'ai.generations': generateImage,
-  'song.generations': generateSong,
-  'speech.generations': generateSpeech,
-  'images.edits': editImage,
-  'video.generations': generateVideo,
-  'digital-human.create': createDigitalHuman,
-  'digital-human.generations': lipSyncVideo,
-  ...MESH_HANDLERS,
+type HandlerLoader = () => Promise<LocalHandler>;
+
+const MESH_ENDPOINTS = ['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'];
+const meshHandler = (endpoint: string): HandlerLoader => async () => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint]!;
+
+/**
+ * What the local engine does for each generation endpoint. Each handler's module (and the
+ * image, audio, video and mesh libraries behind it) loads on first use, so a gateway that never
+ * runs one does not keep it in memory.
+ */
+const HANDLERS: Record<string, HandlerLoader> = {
+  'images.generations': async () => (await import('./image/generate-image.ts')).generateImage,
+  'ai.generations': async () => (await import('./image/generate-image.ts')).generateImage,
+  'images.edits': async () => (await import('./image/edit-image.ts')).editImage,
+  'song.generations': async () => (await import('./audio/generate-song.ts')).generateSong,
+  'speech.generations': async () => (await import('./audio/generate-speech.ts')).generateSpeech,
+  'video.generations': async () => (await import('./video/generate-video.ts')).generateVideo,
+  'digital-human.create': async () => (await import('./video/create-digital-human.ts')).createDigitalHuman,
+  'digital-human.generations': async () => (await import('./video/lip-sync-video.ts')).lipSyncVideo,
+  ...Object.fromEntries(MESH_ENDPOINTS.map((name) => [`mesh3d.${name}`, meshHandler(`mesh3d.${name}`)])),
 };
 
 /**
@@ -39,14 +40,14 @@ export class LocalEngine implements GenerationEngine {
 
   constructor(private readonly opts: LocalEngineOptions) {}
 
-  private handlerOf(job: GenerationJob): LocalHandler {
-    const handler = HANDLERS[job.endpoint];
-    if (!handler) throw new TaskRejectedError(`the local engine has no ${job.endpoint} support`);
-    return handler;
+  private async handlerOf(job: GenerationJob): Promise<LocalHandler> {
+    const load = HANDLERS[job.endpoint];
+    if (!load) throw new TaskRejectedError(`the local engine has no ${job.endpoint} support`);
+    return load();
   }
 
-  check(job: GenerationJob): void {
-    this.handlerOf(job).check?.(job);
+  async check(job: GenerationJob): Promise<void> {
+    (await this.handlerOf(job)).check?.(job);
   }
 
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
@@ -60,6 +61,6 @@ export class LocalEngine implements GenerationEngine {
       await delay(stepMs, undefined, { signal: ctx.signal });
     }
     ctx.signal.throwIfAborted();
-    return this.handlerOf(job).run(job, ctx);
+    return (await this.handlerOf(job)).run(job, ctx);
   }
 }

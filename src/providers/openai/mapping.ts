@@ -3,7 +3,8 @@
  * and /images/edits, and their replies → generated files. Pure functions (sharp only reads
  * and converts bytes).
  */
-import sharp, { type Metadata } from 'sharp';
+import type { Metadata } from 'sharp';
+import { loadSharp } from '../load-sharp.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import type { ImageCapabilityFields } from '../../catalog/capabilities.ts';
 import type { Usage } from '../../tasks/task-record.ts';
@@ -98,6 +99,7 @@ const UPLOAD_TYPES: Record<string, { mime: string; ext: string }> = {
 
 /** An input image as OpenAI takes it: PNG, JPEG or WebP as it is, anything else sharp reads as PNG; a mask always as PNG (its alpha is the edit area). */
 async function uploadable(file: InputFile, what: string, pngOnly: boolean): Promise<{ data: Buffer; mime: string; fileName: string }> {
+  const sharp = await loadSharp();
   let format: string | undefined;
   try {
     format = (await sharp(file.data).metadata()).format;
@@ -163,6 +165,7 @@ const OUTPUT_TYPES: Record<string, { mime: string; ext: string }> = { ...UPLOAD_
 
 /** A generated image file from reply bytes: its type and size read from the image itself. */
 export async function imageFile(data: Buffer, index: number): Promise<GeneratedFile> {
+  const sharp = await loadSharp();
   let meta: Metadata;
   try {
     meta = await sharp(data).metadata();
