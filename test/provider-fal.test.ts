@@ -17,7 +17,7 @@ function engineFor(fake: FakeFal): GenerationEngine {
   return falAdapter({
     provider: 'fal',
     settings: {},
-    baseURL: fake.server.url,
+    baseURL: fake.url,
     apiKey: FAL_KEY,
     client: { provider: 'fal', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
     pollIntervalMs: 5,
@@ -57,7 +57,7 @@ describe('fal adapter: queue protocol and results', () => {
     assert.equal(submit.headers.authorization, `Key ${FAL_KEY}`);
     assert.deepEqual(submit.json, { prompt: 'a tin robot', texture: true, pbr: true, texture_quality: 'standard', geometry_quality: 'ultra' });
     const id = [...fake.queue.keys()][0]!;
-    const base = `${fake.server.url}/tripo3d/h3.1/requests/${id}`;
+    const base = `${fake.url}/tripo3d/h3.1/requests/${id}`;
     assert.deepEqual(ctx.remembered, [{ upstream: { provider: 'fal', task_id: id, status_url: `${base}/status`, response_url: base } }]);
     const gets = fake.requests.filter((r) => r.method === 'GET' && !r.path.startsWith('/cdn/')).map((r) => r.path);
     assert.deepEqual(gets, [`/tripo3d/h3.1/requests/${id}/status`, `/tripo3d/h3.1/requests/${id}/status`, `/tripo3d/h3.1/requests/${id}`]);
@@ -113,7 +113,7 @@ const KEY_ENV = 'GENGATE_TEST_FAL_KEY';
 const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
 
 function gatewayEnv(fake: FakeFal, fal: Record<string, unknown> = {}): Record<string, string> {
-  return { GENGATE_CONFIG: JSON.stringify({ providers: { fal: { base_url: fake.server.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...fal } } }) };
+  return { GENGATE_CONFIG: JSON.stringify({ providers: { fal: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...fal } } }) };
 }
 
 async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
@@ -164,7 +164,7 @@ describe('fal through the gateway', () => {
     assert.equal(record.message, 'fal request failed (generation_error)');
     assert.equal(record.original_error_message, 'Input image could not be processed.');
 
-    fake.server.inject('GET', '/tripo3d/p1/requests/', { status: 504, body: { detail: 'Gateway Timeout' } });
+    fake.inject('GET', '/tripo3d/p1/requests/', { status: 504, body: { detail: 'Gateway Timeout' } });
     const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'a lantern' });
     assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
     const request = [...fake.queue.values()].find((r) => r.input.prompt === 'a lantern')!;

@@ -6,7 +6,7 @@ import { loadCatalog } from '../src/catalog/catalog.ts';
 import { hunyuanAdapter } from '../src/providers/hunyuan/adapter.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
 import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/hunyuan-upstream.ts';
-import { sampleGlb } from './fakes/tripo-upstream.ts';
+import { sampleGlb } from './fakes/upstream-media.ts';
 import { runContext } from './support/run-context.ts';
 import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
@@ -18,7 +18,7 @@ function engineFor(fake: FakeHunyuan, apiKey = `${HUNYUAN_SECRET_ID}:${HUNYUAN_S
   return hunyuanAdapter({
     provider: 'hunyuan',
     settings: {},
-    baseURL: fake.server.url,
+    baseURL: fake.url,
     apiKey,
     client: { provider: 'hunyuan', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
     pollIntervalMs: 5,
@@ -138,7 +138,7 @@ const KEY_ENV = 'GENGATE_TEST_HUNYUAN_KEY';
 const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
 
 function gatewayEnv(fake: FakeHunyuan, hunyuan: Record<string, unknown> = {}): Record<string, string> {
-  return { GENGATE_CONFIG: JSON.stringify({ providers: { hunyuan: { base_url: fake.server.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...hunyuan } } }) };
+  return { GENGATE_CONFIG: JSON.stringify({ providers: { hunyuan: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...hunyuan } } }) };
 }
 
 async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
@@ -193,7 +193,7 @@ describe('Hunyuan through the gateway', () => {
     assert.equal(record.message, 'Hunyuan job failed (FailedOperation.GenerateFailed)');
     assert.equal(record.original_error_message, 'Model generation failed, please try another image.');
 
-    fake.server.inject('POST', '/', { status: 502, body: 'Bad Gateway' });
+    fake.inject('POST', '/', { status: 502, body: 'Bad Gateway' });
     const before = fake.submits.length;
     const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a vase' });
     assert.equal((await settled(srv, token, retried.task_id)).status, 'success');

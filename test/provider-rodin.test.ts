@@ -92,7 +92,7 @@ describe('Rodin adapter: requests and results', () => {
     }), runContext({ inputs: refs }));
     const sent = fake.submits.at(-1)!;
     assert.deepEqual(sent.images.map((i) => [i.name, i.type, i.size]), [['image-0.png', 'image/png', 14], ['image-1.png', 'image/png', 13], ['image-2.png', 'image/png', 13]]);
-    const form = fake.requests.filter((r) => r.path === '/api/v2/rodin').at(-1)!.raw.toString('latin1');
+    const form = fake.requests.filter((r) => r.path === '/api/v2/rodin').at(-1)!.body.toString('latin1');
     assert.ok(form.indexOf('bytes of front') < form.indexOf('bytes of left') && form.indexOf('bytes of left') < form.indexOf('bytes of back'));
     assert.deepEqual(sent.fields, [['tier', 'Gen-2.5-Medium'], ['geometry_file_format', 'glb'], ['mesh_mode', 'Raw'], ['texture_delight', 'true']]);
   });
@@ -187,11 +187,11 @@ describe('Rodin through the gateway', () => {
     assert.equal(record.message, 'Rodin generation failed');
     assert.equal(record.original_error_message, 'job statuses: Done, Failed');
 
-    fake.server.inject('POST', '/api/v2/status', { status: 503, body: { error: 'SERVICE_UNAVAILABLE' } });
+    fake.inject('POST', '/api/v2/status', { status: 503, body: { error: 'SERVICE_UNAVAILABLE' } });
     const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a bell' });
     assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
     const task = [...fake.tasks.values()].at(-1)!;
-    const statusCalls = fake.requests.filter((r) => r.path === '/api/v2/status' && r.json?.subscription_key === task.subscriptionKey).length;
+    const statusCalls = fake.requests.filter((r) => r.path === '/api/v2/status' && (r.json as Json)?.subscription_key === task.subscriptionKey).length;
     assert.equal(statusCalls, task.polls + 1, 'the status query answered 503 was sent again');
   });
 

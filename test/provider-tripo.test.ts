@@ -6,7 +6,8 @@ import { NodeIO } from '@gltf-transform/core';
 import { loadCatalog } from '../src/catalog/catalog.ts';
 import { tripoAdapter } from '../src/providers/tripo/adapter.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
-import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY, sampleGlb } from './fakes/tripo-upstream.ts';
+import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY } from './fakes/tripo-upstream.ts';
+import { sampleGlb } from './fakes/upstream-media.ts';
 import { runContext } from './support/run-context.ts';
 import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
@@ -222,7 +223,7 @@ describe('Tripo adapter: edits', () => {
     const token = fake.requests.find((r) => r.path === '/v2/openapi/upload/sts/token')!;
     assert.deepEqual(token.json, { format: 'glb' });
     const put = fake.requests.find((r) => r.method === 'PUT')!;
-    assert.ok(put.raw.equals(glb), 'the model bytes were uploaded');
+    assert.ok(put.body.equals(glb), 'the model bytes were uploaded');
     const [importSubmit, edit] = fake.submits.slice(-2);
     const key = [...fake.objects.keys()].at(-1);
     assert.deepEqual(importSubmit, { type: 'import_model', file: { type: 'glb', object: { bucket: 'tripo-data', key } } });
@@ -335,7 +336,7 @@ describe('Tripo through the gateway', () => {
   });
 
   it('a 429 from Tripo is retried after its Retry-After and the task succeeds', async () => {
-    fake.server.inject('POST', '/v2/openapi/task', { status: 429, body: { code: 2000, message: 'You have exceeded the limit of generation.' }, headers: { 'retry-after': '0' } });
+    fake.inject('POST', '/v2/openapi/task', { status: 429, body: { code: 2000, message: 'You have exceeded the limit of generation.' }, headers: { 'retry-after': '0' } });
     const before = fake.requests.length;
     const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'retry me' });
     assert.equal((await settled(srv, token, reply.task_id)).status, 'success');

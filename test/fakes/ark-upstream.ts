@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { sendBytes, sendJson, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from './recording-upstream.ts';
+import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
 import { sampleMp4 } from './upstream-media.ts';
 
 /** Size of the fake's videos. */
@@ -23,7 +23,7 @@ interface ArkTask {
  * an audio track when generate_audio was asked). Errors use Ark's `{error: {code, message}}`.
  * Records every request.
  */
-export class ArkUpstream {
+export class ArkUpstream extends RecordingUpstream {
   statuses = ['queued', 'running', 'succeeded'];
   holding = false;
   failure = { code: 'OutputVideoSensitiveContentDetected', message: 'The request failed because the output video may contain sensitive information. Request id: 021746' };
@@ -31,21 +31,12 @@ export class ArkUpstream {
   createErrors: number[] = [];
   readonly tasks = new Map<string, ArkTask>();
 
-  private constructor(private readonly upstream: RecordingUpstream, readonly apiKey: string) {}
-
-  static async start(apiKey: string): Promise<ArkUpstream> {
-    let fake: ArkUpstream | undefined;
-    const upstream = await startRecordingUpstream((req, res) => fake!.handle(req, res));
-    fake = new ArkUpstream(upstream, apiKey);
-    return fake;
+  private constructor(readonly apiKey: string) {
+    super();
   }
 
-  get url(): string {
-    return this.upstream.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.upstream.requests;
+  static start(apiKey: string): Promise<ArkUpstream> {
+    return new ArkUpstream(apiKey).listen();
   }
 
   /** Task creations received. */
@@ -58,11 +49,7 @@ export class ArkUpstream {
     return this.requests.filter((r) => r.method === 'GET' && r.path.startsWith(`${TASKS_PATH}/`));
   }
 
-  close(): Promise<void> {
-    return this.upstream.close();
-  }
-
-  private async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
     if (req.path.startsWith('/tos/')) return this.serveVideo(req, res);
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
       return sendJson(res, 401, { error: { code: 'AuthenticationError', message: 'the API key or AK/SK in the request is missing or invalid. Request id: 021747', param: '', type: 'Unauthorized' } });

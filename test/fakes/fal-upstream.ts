@@ -4,8 +4,10 @@
  * `{owner}/{app}` path, GET …/requests/{id}/status (IN_QUEUE, IN_PROGRESS, COMPLETED), GET
  * …/requests/{id} with model_mesh, model_urls and rendered_image; 422 with `detail` for bad input.
  */
+import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { RecordingServer, sampleGlb, samplePreview, type RecordedRequest, type Reply } from './tripo-upstream.ts';
+import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const FAL_KEY = 'fal-key-id:fal-key-secret';
 
@@ -34,23 +36,12 @@ const ENDPOINTS: Record<string, string[]> = {
   'tripo3d/p1/multiview-to-3d': ['image_urls', 'face_limit', 'texture', 'pbr', 'texture_quality', 'model_seed'],
 };
 
-export class FakeFal {
-  readonly server: RecordingServer;
+export class FakeFal extends RecordingUpstream {
   readonly queue = new Map<string, FakeRequest>();
   plans: FalPlan[] = [{ outcome: 'success', runningPolls: 1 }];
 
-  private constructor() {
-    this.server = new RecordingServer((req) => this.route(req));
-  }
-
-  static async start(): Promise<FakeFal> {
-    const fake = new FakeFal();
-    await fake.server.listen();
-    return fake;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
+  static start(): Promise<FakeFal> {
+    return new FakeFal().listen();
   }
 
   /** Submits received: endpoint id and input. */
@@ -63,15 +54,15 @@ export class FakeFal {
     if (request) request.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  close(): Promise<void> {
-    return this.server.close();
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+    sendReply(res, await this.route(req));
   }
 
   private async route(req: RecordedRequest): Promise<Reply | Buffer> {
-    if (req.path.startsWith('/cdn/')) return req.path.endsWith('.webp') ? samplePreview('webp') : sampleGlb(['fal']);
+    if (req.path.startsWith('/cdn/')) return req.path.endsWith('.webp') ? samplePicture('webp') : sampleGlb(['fal']);
     if (req.headers.authorization !== `Key ${FAL_KEY}`) return { status: 401, body: { detail: 'No user found for Key ID and Secret' } };
     const endpoint = req.path.slice(1);
-    if (req.method === 'POST' && ENDPOINTS[endpoint]) return this.submit(endpoint, req.json ?? {});
+    if (req.method === 'POST' && ENDPOINTS[endpoint]) return this.submit(endpoint, (req.json ?? {}) as Record<string, unknown>);
     const m = /^\/([^/]+\/[^/]+)\/requests\/([^/]+)(\/status)?$/.exec(req.path);
     const request = m ? this.queue.get(m[2]!) : undefined;
     if (!m || !request || request.app !== m[1] || req.method !== 'GET') return { status: 404, body: { detail: 'Request not found' } };
@@ -92,13 +83,13 @@ export class FakeFal {
     const app = endpoint.split('/').slice(0, 2).join('/');
     const plan = this.plans.length > 1 ? this.plans.shift()! : this.plans[0]!;
     this.queue.set(id, { id, endpoint, app, input, plan, polls: 0 });
-    const base = `${this.server.url}/${app}/requests/${id}`;
+    const base = `${this.url}/${app}/requests/${id}`;
     return { status: 200, body: { request_id: id, response_url: base, status_url: `${base}/status`, cancel_url: `${base}/cancel`, queue_position: 0 } };
   }
 
   private status(request: FakeRequest): Reply {
     request.polls++;
-    const base = `${this.server.url}/${request.app}/requests/${request.id}`;
+    const base = `${this.url}/${request.app}/requests/${request.id}`;
     if (request.plan.outcome === 'stall' || request.polls <= (request.plan.runningPolls ?? 0)) {
       return { status: 202, body: request.polls === 1 ? { status: 'IN_QUEUE', queue_position: 0, response_url: base } : { status: 'IN_PROGRESS', response_url: base, logs: null } };
     }
@@ -108,7 +99,7 @@ export class FakeFal {
 
   private result(request: FakeRequest): Reply {
     if (request.plan.outcome === 'failed') return { status: 422, body: { detail: request.plan.error ?? 'generation failed' } };
-    const cdn = (name: string) => `${this.server.url}/cdn/files/${request.id}/${name}`;
+    const cdn = (name: string) => `${this.url}/cdn/files/${request.id}/${name}`;
     const file = (name: string, type: string) => ({ url: cdn(name), content_type: type, file_name: name, file_size: 1234 });
     const textured = request.input.texture !== false;
     return {

@@ -4,8 +4,10 @@
  * `{Response: {…, RequestId}}` and errors as `Response.Error` inside HTTP 200; Pro, Rapid,
  * face-reduction and texture jobs with WAIT/RUN/FAIL/DONE and ResultFile3Ds.
  */
+import type { ServerResponse } from 'node:http';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { RecordingServer, sampleGlb, samplePreview, type RecordedRequest, type Reply } from './tripo-upstream.ts';
+import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const HUNYUAN_SECRET_ID = 'AKIDtest1234';
 export const HUNYUAN_SECRET_KEY = 'secret-key-for-tests';
@@ -37,25 +39,14 @@ const VIEW_TYPES = new Set(['left', 'right', 'back', 'top', 'bottom', 'left_fron
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
 
-export class FakeHunyuan {
-  readonly server: RecordingServer;
+export class FakeHunyuan extends RecordingUpstream {
   readonly jobs = new Map<string, FakeJob>();
   plans: HunyuanPlan[] = [{ outcome: 'success', runningPolls: 1 }];
   /** Error codes answered (once each, in order) to the next submits, e.g. RequestLimitExceeded. */
   busy: string[] = [];
 
-  private constructor() {
-    this.server = new RecordingServer((req) => this.route(req));
-  }
-
-  static async start(): Promise<FakeHunyuan> {
-    const fake = new FakeHunyuan();
-    await fake.server.listen();
-    return fake;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
+  static start(): Promise<FakeHunyuan> {
+    return new FakeHunyuan().listen();
   }
 
   /** Submits received: action and payload. */
@@ -68,12 +59,12 @@ export class FakeHunyuan {
     if (job) job.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  close(): Promise<void> {
-    return this.server.close();
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+    sendReply(res, await this.route(req));
   }
 
   private async route(req: RecordedRequest): Promise<Reply | Buffer> {
-    if (req.path.startsWith('/cos/')) return req.path.endsWith('.png') ? samplePreview('png') : sampleGlb(['hunyuan']);
+    if (req.path.startsWith('/cos/')) return req.path.endsWith('.png') ? samplePicture('png') : sampleGlb(['hunyuan']);
     if (req.method !== 'POST' || req.path !== '/') return { status: 404, body: 'not found' };
     const requestId = randomUUID();
     const fail = (code: string, message: string): Reply => ({ status: 200, body: { Response: { Error: { Code: code, Message: message }, RequestId: requestId } } });
@@ -100,7 +91,7 @@ export class FakeHunyuan {
     job.polls++;
     if (job.plan.outcome === 'stall' || job.polls <= (job.plan.runningPolls ?? 0)) return reply({ Status: job.polls === 1 ? 'WAIT' : 'RUN', ResultFile3Ds: [] });
     if (job.plan.outcome === 'failed') return reply({ Status: 'FAIL', ErrorCode: job.plan.errorCode ?? 'FailedOperation', ErrorMessage: job.plan.errorMessage ?? 'generation failed', ResultFile3Ds: [] });
-    const cos = `${this.server.url}/cos/ai3d/${job.id}`;
+    const cos = `${this.url}/cos/ai3d/${job.id}`;
     return reply({ Status: 'DONE', ErrorCode: '', ErrorMessage: '', ResultFile3Ds: [{ Type: 'GLB', Url: `${cos}/model.glb?sign=abc`, PreviewImageUrl: `${cos}/preview.png?sign=abc` }] });
   }
 
@@ -115,7 +106,7 @@ export class FakeHunyuan {
     if (new Date(timestamp * 1000).toISOString().slice(0, 10) !== date) return { code: 'AuthFailure.SignatureFailure', message: 'credential date does not match the timestamp' };
     const names = signedHeaders!.split(';');
     const value = (name: string) => (name === 'x-tc-action' ? action.toLowerCase() : String(req.headers[name]));
-    const canonical = ['POST', '/', '', ...names.map((n) => `${n}:${value(n)}`), '', signedHeaders, sha256(req.raw)].join('\n');
+    const canonical = ['POST', '/', '', ...names.map((n) => `${n}:${value(n)}`), '', signedHeaders, sha256(req.body)].join('\n');
     const toSign = ['TC3-HMAC-SHA256', String(timestamp), `${date}/${service}/tc3_request`, sha256(canonical)].join('\n');
     const key = hmac(hmac(hmac(`TC3${HUNYUAN_SECRET_KEY}`, date!), service!), 'tc3_request');
     if (createHmac('sha256', key).update(toSign).digest('hex') !== signature) return { code: 'AuthFailure.SignatureFailure', message: 'The provided credentials could not be validated.' };

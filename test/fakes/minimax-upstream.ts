@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { sendBytes, sendJson, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from './recording-upstream.ts';
+import { RecordingUpstream, formData, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
 import { sampleMp3 } from './upstream-media.ts';
 
 /** Seconds of the fake's synchronous and long-text audio. */
@@ -44,7 +44,7 @@ interface AsyncTask {
  * (multipart, purpose t2a_async_input), t2a_async_v2, the task query and retrieve_content, which
  * hands back a tar archive with the MP3 and its subtitles. Records every request.
  */
-export class MinimaxUpstream {
+export class MinimaxUpstream extends RecordingUpstream {
   /** Statuses a long-text task reports on successive queries (the last one repeats). */
   statuses = ['Processing', 'Processing', 'Success'];
   /** While set, long-text tasks stay Processing. */
@@ -60,32 +60,15 @@ export class MinimaxUpstream {
   readonly tasks = new Map<number, AsyncTask>();
   private nextId = 190_000_000_000_000;
 
-  private constructor(private readonly upstream: RecordingUpstream, readonly apiKey: string) {}
-
-  static async start(apiKey: string): Promise<MinimaxUpstream> {
-    let fake: MinimaxUpstream | undefined;
-    const upstream = await startRecordingUpstream((req, res) => fake!.handle(req, res));
-    fake = new MinimaxUpstream(upstream, apiKey);
-    return fake;
+  private constructor(readonly apiKey: string) {
+    super();
   }
 
-  get url(): string {
-    return this.upstream.url;
+  static start(apiKey: string): Promise<MinimaxUpstream> {
+    return new MinimaxUpstream(apiKey).listen();
   }
 
-  get requests(): RecordedRequest[] {
-    return this.upstream.requests;
-  }
-
-  requestsTo(path: string): RecordedRequest[] {
-    return this.requests.filter((r) => r.path === path);
-  }
-
-  close(): Promise<void> {
-    return this.upstream.close();
-  }
-
-  private async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) {
       return sendJson(res, 200, { base_resp: { status_code: 1004, status_msg: 'login fail: Please carry the API secret key in the Authorization field' } });
     }
@@ -127,7 +110,7 @@ export class MinimaxUpstream {
   }
 
   private async upload(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    const form = await new Request('http://fake/upload', { method: 'POST', headers: { 'content-type': String(req.headers['content-type']) }, body: new Uint8Array(req.body) }).formData();
+    const form = await formData(req);
     const file = form.get('file');
     const purpose = form.get('purpose');
     if (!(file instanceof File) || typeof purpose !== 'string') return sendJson(res, 200, { base_resp: { status_code: 2013, status_msg: 'file and purpose are required' } });

@@ -4,8 +4,10 @@
  * `jobs.subscription_key` (or an `error` inside the 201), POST /status with per-job
  * Waiting/Generating/Done/Failed, POST /download listing the model and preview.webp.
  */
+import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { RecordingServer, sampleGlb, samplePreview, type RecordedRequest, type Reply } from './tripo-upstream.ts';
+import { RecordingUpstream, formData, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const RODIN_KEY = 'rodin-test-key';
 
@@ -31,28 +33,17 @@ interface FakeTask {
 
 const TIERS = new Set(['Sketch', 'Regular', 'Detail', 'Smooth', 'Gen-2', 'Gen-2.5-Extreme-Low', 'Gen-2.5-Low', 'Gen-2.5-Medium', 'Gen-2.5-High', 'Gen-2.5-Extreme-High']);
 
-export class FakeRodin {
-  readonly server: RecordingServer;
+export class FakeRodin extends RecordingUpstream {
   readonly submits: RodinSubmit[] = [];
   readonly tasks = new Map<string, FakeTask>();
   plans: RodinPlan[] = [{ outcome: 'success', runningPolls: 1 }];
 
-  private constructor() {
-    this.server = new RecordingServer((req) => this.route(req));
-  }
-
-  static async start(): Promise<FakeRodin> {
-    const fake = new FakeRodin();
-    await fake.server.listen();
-    return fake;
+  static start(): Promise<FakeRodin> {
+    return new FakeRodin().listen();
   }
 
   get baseUrl(): string {
-    return `${this.server.url}/api/v2`;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
+    return `${this.url}/api/v2`;
   }
 
   finish(uuid: string): void {
@@ -60,22 +51,22 @@ export class FakeRodin {
     if (task) task.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  close(): Promise<void> {
-    return this.server.close();
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+    sendReply(res, await this.route(req));
   }
 
   private async route(req: RecordedRequest): Promise<Reply | Buffer> {
-    if (req.path.startsWith('/files/')) return req.path.endsWith('.webp') ? samplePreview('webp') : req.path.endsWith('.glb') ? sampleGlb(['rodin']) : Buffer.from(req.path);
+    if (req.path.startsWith('/files/')) return req.path.endsWith('.webp') ? samplePicture('webp') : req.path.endsWith('.glb') ? sampleGlb(['rodin']) : Buffer.from(req.path);
     if (req.headers.authorization !== `Bearer ${RODIN_KEY}`) return { status: 401, body: { error: 'UNAUTHORIZED', message: 'invalid api key' } };
     if (req.method === 'POST' && req.path === '/api/v2/rodin') return this.submit(req);
-    if (req.method === 'POST' && req.path === '/api/v2/status') return this.status(req.json ?? {});
-    if (req.method === 'POST' && req.path === '/api/v2/download') return this.download(req.json ?? {});
+    if (req.method === 'POST' && req.path === '/api/v2/status') return this.status((req.json ?? {}) as { subscription_key?: string });
+    if (req.method === 'POST' && req.path === '/api/v2/download') return this.download((req.json ?? {}) as { task_uuid?: string });
     return { status: 404, body: { error: 'NOT_FOUND' } };
   }
 
   private async submit(req: RecordedRequest): Promise<Reply> {
     if (!String(req.headers['content-type']).startsWith('multipart/form-data')) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'multipart/form-data only' } };
-    const form = await new Request('http://fake/rodin', { method: 'POST', headers: { 'content-type': String(req.headers['content-type']) }, body: new Uint8Array(req.raw) }).formData();
+    const form = await formData(req);
     const submit: RodinSubmit = { fields: [], images: [] };
     for (const [name, value] of form.entries()) {
       if (typeof value === 'string') submit.fields.push([name, value]);
@@ -107,7 +98,7 @@ export class FakeRodin {
   private download(body: { task_uuid?: string }): Reply {
     const task = this.tasks.get(String(body.task_uuid));
     if (!task) return { status: 404, body: { error: 'NOT_FOUND', message: 'unknown task' } };
-    const url = (name: string) => `${this.server.url}/files/${task.uuid}/${name}`;
+    const url = (name: string) => `${this.url}/files/${task.uuid}/${name}`;
     return { status: 200, body: { error: null, list: [{ url: url('preview.webp'), name: 'preview.webp' }, { url: url(`base_basic_pbr.${task.format}`), name: `base_basic_pbr.${task.format}` }] } };
   }
 }

@@ -1,6 +1,6 @@
-import sharp from 'sharp';
-import { sendBytes, sendJson, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from './recording-upstream.ts';
-import { sampleMp3 } from './upstream-media.ts';
+import type { ServerResponse } from 'node:http';
+import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
+import { sampleMp3, samplePicture } from './upstream-media.ts';
 
 /** Seconds of each fake track. */
 export const TRACK_SECONDS = [2, 3];
@@ -17,7 +17,7 @@ interface FakeTask {
  * `statuses` (one step per poll, the last one repeats) and lists two tracks whose audioUrl and
  * imageUrl this server serves. Records every request.
  */
-export class SunoUpstream {
+export class SunoUpstream extends RecordingUpstream {
   /** Statuses a task reports on successive polls. */
   statuses = ['PENDING', 'TEXT_SUCCESS', 'FIRST_SUCCESS', 'SUCCESS'];
   /** Failure details reported with a failure status. */
@@ -28,33 +28,15 @@ export class SunoUpstream {
   holding = false;
   readonly tasks = new Map<string, FakeTask>();
 
-  private constructor(private readonly upstream: RecordingUpstream, readonly apiKey: string) {}
-
-  static async start(apiKey: string): Promise<SunoUpstream> {
-    let fake: SunoUpstream | undefined;
-    const upstream = await startRecordingUpstream((req, res) => fake!.handle(req, res));
-    fake = new SunoUpstream(upstream, apiKey);
-    return fake;
+  private constructor(readonly apiKey: string) {
+    super();
   }
 
-  get url(): string {
-    return this.upstream.url;
+  static start(apiKey: string): Promise<SunoUpstream> {
+    return new SunoUpstream(apiKey).listen();
   }
 
-  get requests(): RecordedRequest[] {
-    return this.upstream.requests;
-  }
-
-  /** Requests to one path, in order. */
-  requestsTo(path: string): RecordedRequest[] {
-    return this.requests.filter((r) => r.path === path);
-  }
-
-  close(): Promise<void> {
-    return this.upstream.close();
-  }
-
-  private async handle(req: RecordedRequest, res: import('node:http').ServerResponse): Promise<void> {
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
     if (req.path.startsWith('/files/')) return this.serveFile(req, res);
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) return sendJson(res, 401, { code: 401, msg: 'You do not have access permissions', data: null });
     if (req.method === 'POST' && req.path === '/api/v1/generate') {
@@ -104,12 +86,11 @@ export class SunoUpstream {
     };
   }
 
-  private async serveFile(req: RecordedRequest, res: import('node:http').ServerResponse): Promise<void> {
+  private async serveFile(req: RecordedRequest, res: ServerResponse): Promise<void> {
     const match = /^\/files\/[^/]+\/(\d)\.(mp3|png)$/.exec(req.path);
     if (!match) return sendJson(res, 404, { code: 404, msg: 'no such file' });
     const index = Number(match[1]);
     if (match[2] === 'mp3') return sendBytes(res, await sampleMp3(TRACK_SECONDS[index]!, 440 + 110 * index), 'audio/mpeg');
-    const cover = await sharp({ create: { width: 16, height: 16, channels: 3, background: index === 0 ? '#ff0000' : '#0000ff' } }).png().toBuffer();
-    sendBytes(res, cover, 'image/png');
+    sendBytes(res, await samplePicture('png', { size: 16, colour: index === 0 ? '#ff0000' : '#0000ff' }), 'image/png');
   }
 }

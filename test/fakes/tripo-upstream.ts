@@ -3,102 +3,11 @@
  * `{code, data}` envelope, POST /task with the task types and version strings, GET /task/{id}
  * with queued/running/success/failed states, output URLs (plus the `result` objects), STS upload
  * to an S3 path whose SigV4 signature it checks, and import_model. Records every request.
- *
- * The recording server and the sample mesh and preview below are shared by the other 3D fakes.
  */
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { Document, NodeIO } from '@gltf-transform/core';
-import sharp from 'sharp';
-
-export interface RecordedRequest {
-  method: string;
-  /** Path and query as received. */
-  url: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  raw: Buffer;
-  /** The body parsed as JSON, when it is JSON. */
-  json?: any; // eslint-disable-line @typescript-eslint/no-explicit-any
-}
-
-export interface Reply {
-  status: number;
-  body: unknown;
-  headers?: Record<string, string>;
-}
-
-/** An HTTP server on 127.0.0.1:0 that records each request and answers through `handle`. */
-export class RecordingServer {
-  readonly requests: RecordedRequest[] = [];
-  /** Transient failures answered before the handler: [path prefix, reply] consumed in order. */
-  private readonly injected: { method: string; path: string; reply: Reply }[] = [];
-  url = '';
-  private server?: http.Server;
-
-  constructor(private readonly handle: (req: RecordedRequest) => Promise<Reply | Buffer> | Reply | Buffer) {}
-
-  async listen(): Promise<void> {
-    this.server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const raw = Buffer.concat(chunks);
-        const path = (req.url ?? '/').split('?')[0]!;
-        let json: unknown;
-        if ((req.headers['content-type'] ?? '').includes('json')) {
-          try {
-            json = JSON.parse(raw.toString('utf8'));
-          } catch {
-            json = undefined;
-          }
-        }
-        const recorded: RecordedRequest = { method: req.method ?? 'GET', url: req.url ?? '/', path, headers: req.headers, raw, ...(json !== undefined ? { json } : {}) };
-        this.requests.push(recorded);
-        const i = this.injected.findIndex((f) => f.method === recorded.method && path.startsWith(f.path));
-        const answer = i >= 0 ? Promise.resolve(this.injected.splice(i, 1)[0]!.reply) : Promise.resolve().then(() => this.handle(recorded));
-        answer.then((reply) => {
-          if (Buffer.isBuffer(reply)) return void res.writeHead(200, { 'content-type': 'application/octet-stream' }).end(reply);
-          if (reply.status === 0) return; // never answered: the caller times out
-          res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
-        }, (err: Error) => res.writeHead(500).end(err.message));
-      });
-    });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  /** Answers the next request of `method` under `path` with `reply` instead (a 429, a 503). */
-  inject(method: string, path: string, reply: Reply): void {
-    this.injected.push({ method, path, reply });
-  }
-
-  async close(): Promise<void> {
-    this.server?.closeAllConnections();
-    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
-  }
-}
-
-/** A small GLB: one triangle mesh node per part name. */
-export async function sampleGlb(parts: string[] = ['body']): Promise<Buffer> {
-  const doc = new Document();
-  const buffer = doc.createBuffer();
-  const scene = doc.createScene('scene');
-  for (const [i, name] of parts.entries()) {
-    const position = doc.createAccessor().setType('VEC3').setBuffer(buffer).setArray(new Float32Array([i, 0, 0, i + 1, 0, 0, i, 1, 0]));
-    const mesh = doc.createMesh(name).addPrimitive(doc.createPrimitive().setAttribute('POSITION', position));
-    scene.addChild(doc.createNode(name).setMesh(mesh));
-  }
-  return Buffer.from(await new NodeIO().writeBinary(doc));
-}
-
-/** A preview picture in the given format. */
-export function samplePreview(format: 'webp' | 'png' = 'webp'): Promise<Buffer> {
-  return sharp({ create: { width: 8, height: 8, channels: 3, background: { r: 200, g: 120, b: 40 } } }).toFormat(format).toBuffer();
-}
-
-// ---- Tripo ----
+import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const TRIPO_KEY = 'tsk_test_key';
 
@@ -137,8 +46,7 @@ const ok = (data: unknown): Reply => ({ status: 200, body: { code: 0, data }, he
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
-export class FakeTripo {
-  readonly server: RecordingServer;
+export class FakeTripo extends RecordingUpstream {
   readonly tasks = new Map<string, FakeTask>();
   /** Objects uploaded to the fake S3, by key. */
   readonly objects = new Map<string, Buffer>();
@@ -146,28 +54,18 @@ export class FakeTripo {
   plans: TripoPlan[] = [{ outcome: 'success', runningPolls: 1 }];
   private sts?: { ak: string; sk: string; token: string };
 
-  private constructor() {
-    this.server = new RecordingServer((req) => this.route(req));
-  }
-
-  static async start(): Promise<FakeTripo> {
-    const fake = new FakeTripo();
-    await fake.server.listen();
-    return fake;
+  static start(): Promise<FakeTripo> {
+    return new FakeTripo().listen();
   }
 
   /** The base URL to configure (the `/v2/openapi` prefix of the real service). */
   get baseUrl(): string {
-    return `${this.server.url}/v2/openapi`;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.server.requests;
+    return `${this.url}/v2/openapi`;
   }
 
   /** Bodies of POST /task, in order. */
   get submits(): Record<string, unknown>[] {
-    return this.requests.filter((r) => r.method === 'POST' && r.path === '/v2/openapi/task').map((r) => r.json);
+    return this.requests.filter((r) => r.method === 'POST' && r.path === '/v2/openapi/task').map((r) => r.json as Record<string, unknown>);
   }
 
   /** Lets a stalled task finish successfully. */
@@ -176,18 +74,18 @@ export class FakeTripo {
     if (task) task.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  close(): Promise<void> {
-    return this.server.close();
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+    sendReply(res, await this.route(req));
   }
 
   private async route(req: RecordedRequest): Promise<Reply | Buffer> {
     if (req.path.startsWith('/files/')) return this.file(req.path);
     if (req.path.startsWith('/s3/')) return this.s3Put(req);
     if (req.headers.authorization !== `Bearer ${TRIPO_KEY}`) return envelope(401, 1002, 'Authentication failed');
-    if (req.method === 'POST' && req.path === '/v2/openapi/task') return this.create(req.json ?? {});
+    if (req.method === 'POST' && req.path === '/v2/openapi/task') return this.create((req.json ?? {}) as Record<string, unknown>);
     const get = /^\/v2\/openapi\/task\/([^/]+)$/.exec(req.path);
     if (req.method === 'GET' && get) return this.read(decodeURIComponent(get[1]!));
-    if (req.method === 'POST' && req.path === '/v2/openapi/upload/sts/token') return this.stsToken(req.json ?? {});
+    if (req.method === 'POST' && req.path === '/v2/openapi/upload/sts/token') return this.stsToken((req.json ?? {}) as Record<string, unknown>);
     return envelope(404, 1004, `no route ${req.method} ${req.path}`);
   }
 
@@ -236,7 +134,7 @@ export class FakeTripo {
 
   /** Result URLs as Tripo gives them: one per role, named with their format. */
   private outputOf(task: FakeTask): Record<string, unknown> {
-    const url = (name: string) => `${this.server.url}/files/${task.id}/${name}?Expires=300&Signature=x`;
+    const url = (name: string) => `${this.url}/files/${task.id}/${name}?Expires=300&Signature=x`;
     const body = task.body;
     switch (body.type) {
       case 'animate_prerigcheck':
@@ -268,7 +166,7 @@ export class FakeTripo {
     const [, , id, name] = path.split('/');
     const task = this.tasks.get(id!);
     if (!task) return { status: 404, body: 'NoSuchKey' };
-    if (name!.endsWith('.webp')) return samplePreview('webp');
+    if (name!.endsWith('.webp')) return samplePicture('webp');
     if (name!.endsWith('.glb')) return sampleGlb(task.body.type === 'mesh_segmentation' || task.body.type === 'mesh_completion' ? SEGMENT_PARTS : ['body']);
     if (name!.endsWith('.fbx')) return Buffer.concat([Buffer.from('Kaydara FBX Binary  \0'), Buffer.alloc(64)]);
     return Buffer.from(`${name} of ${id}`);
@@ -278,7 +176,7 @@ export class FakeTripo {
     if (!['webp', 'jpeg', 'png', 'glb', 'obj', 'fbx', 'stl'].includes(String(body.format))) return envelope(400, 1004, 'One or more of your parameter is invalid.');
     this.sts = { ak: `ASIA${randomUUID().slice(0, 8)}`, sk: randomUUID(), token: randomUUID() };
     return ok({
-      s3_host: `${this.server.url}/s3`,
+      s3_host: `${this.url}/s3`,
       resource_bucket: 'tripo-data',
       resource_uri: `tcli_test/20260101/${randomUUID()}/input.${String(body.format)}`,
       session_token: this.sts.token,
@@ -291,7 +189,7 @@ export class FakeTripo {
   private s3Put(req: RecordedRequest): Reply {
     const auth = /^AWS4-HMAC-SHA256 Credential=([^/]+)\/(\d{8})\/([^/]+)\/s3\/aws4_request, SignedHeaders=([^,]+), Signature=([0-9a-f]{64})$/.exec(String(req.headers.authorization ?? ''));
     if (req.method !== 'PUT' || !auth || !this.sts || auth[1] !== this.sts.ak) return { status: 403, body: 'AccessDenied' };
-    if (req.headers['x-amz-security-token'] !== this.sts.token || req.headers['x-amz-content-sha256'] !== sha256(req.raw)) return { status: 403, body: 'AccessDenied' };
+    if (req.headers['x-amz-security-token'] !== this.sts.token || req.headers['x-amz-content-sha256'] !== sha256(req.body)) return { status: 403, body: 'AccessDenied' };
     const [, , date, region, signedHeaders, signature] = auth;
     const names = signedHeaders!.split(';');
     const canonical = ['PUT', req.path, '', ...names.map((h) => `${h}:${String(req.headers[h]).trim()}`), '', signedHeaders, req.headers['x-amz-content-sha256']].join('\n');
@@ -300,7 +198,7 @@ export class FakeTripo {
     const expected = createHmac('sha256', h(h(h(h(`AWS4${this.sts.sk}`, date!), region!), 's3'), 'aws4_request')).update(toSign).digest('hex');
     if (expected !== signature) return { status: 403, body: 'SignatureDoesNotMatch' };
     const key = decodeURIComponent(req.path.split('/').slice(3).join('/'));
-    this.objects.set(key, req.raw);
+    this.objects.set(key, req.body);
     return { status: 200, body: '' };
   }
 }

@@ -1,6 +1,8 @@
+import { Document, NodeIO } from '@gltf-transform/core';
+import sharp from 'sharp';
 import { runFfmpeg } from '../../src/providers/local/ffmpeg.ts';
 
-/** Real media files for fake upstreams to hand out, made once per test process with ffmpeg. */
+/** Real media files for fake upstreams to hand out; those made with ffmpeg are made once per test process. */
 const made = new Map<string, Promise<Buffer>>();
 
 function once(key: string, make: () => Promise<Buffer>): Promise<Buffer> {
@@ -25,4 +27,23 @@ export function sampleMp4(opts: { width: number; height: number; seconds: number
     ...(audio ? ['-f', 'lavfi', '-i', `sine=frequency=330:duration=${seconds}`, '-c:a', 'aac', '-shortest'] : []),
     '-c:v', 'libx264', '-pix_fmt', 'yuv420p', '-movflags', '+faststart', 'out.mp4',
   ], { outputFile: 'out.mp4' }));
+}
+
+/** A small GLB: one triangle mesh node per part name. */
+export async function sampleGlb(parts: string[] = ['body']): Promise<Buffer> {
+  const doc = new Document();
+  const buffer = doc.createBuffer();
+  const scene = doc.createScene('scene');
+  for (const [i, name] of parts.entries()) {
+    const position = doc.createAccessor().setType('VEC3').setBuffer(buffer).setArray(new Float32Array([i, 0, 0, i + 1, 0, 0, i, 1, 0]));
+    const mesh = doc.createMesh(name).addPrimitive(doc.createPrimitive().setAttribute('POSITION', position));
+    scene.addChild(doc.createNode(name).setMesh(mesh));
+  }
+  return Buffer.from(await new NodeIO().writeBinary(doc));
+}
+
+/** A plain square picture (a preview, a cover) in the given format. */
+export function samplePicture(format: 'webp' | 'png' = 'webp', opts: { size?: number; colour?: string } = {}): Promise<Buffer> {
+  const size = opts.size ?? 8;
+  return sharp({ create: { width: size, height: size, channels: 3, background: opts.colour ?? '#c87828' } }).toFormat(format).toBuffer();
 }

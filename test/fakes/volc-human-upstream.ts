@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
-import { sendBytes, sendJson, startRecordingUpstream, type RecordedRequest, type RecordingUpstream } from './recording-upstream.ts';
+import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
 import { sampleMp4 } from './upstream-media.ts';
 
 export const REGION = 'cn-north-1';
@@ -75,7 +75,7 @@ function signatureError(req: RecordedRequest, keys: Map<string, string>, now: nu
  * tasks walking through `statuses`, resp_data as a JSON string, the result video URL in data.url,
  * data.video_url and resp_data.vid.url. Records every request.
  */
-export class VolcHumanUpstream {
+export class VolcHumanUpstream extends RecordingUpstream {
   statuses = ['in_queue', 'generating', 'done'];
   holding = false;
   /** When set, finished tasks report this failure in resp_data. */
@@ -87,22 +87,13 @@ export class VolcHumanUpstream {
   readonly refused: { code: string; message: string }[] = [];
   private readonly keys = new Map<string, string>();
 
-  private constructor(private readonly upstream: RecordingUpstream) {}
-
-  static async start(accessKeyId: string, secretAccessKey: string): Promise<VolcHumanUpstream> {
-    let fake: VolcHumanUpstream | undefined;
-    const upstream = await startRecordingUpstream((req, res) => fake!.handle(req, res));
-    fake = new VolcHumanUpstream(upstream);
-    fake.keys.set(accessKeyId, secretAccessKey);
-    return fake;
+  private constructor(accessKeyId: string, secretAccessKey: string) {
+    super();
+    this.keys.set(accessKeyId, secretAccessKey);
   }
 
-  get url(): string {
-    return this.upstream.url;
-  }
-
-  get requests(): RecordedRequest[] {
-    return this.upstream.requests;
+  static start(accessKeyId: string, secretAccessKey: string): Promise<VolcHumanUpstream> {
+    return new VolcHumanUpstream(accessKeyId, secretAccessKey).listen();
   }
 
   /** API calls of one action, in order. */
@@ -110,15 +101,11 @@ export class VolcHumanUpstream {
     return this.requests.filter((r) => r.query.Action === action);
   }
 
-  close(): Promise<void> {
-    return this.upstream.close();
-  }
-
   private reply(res: ServerResponse, code: number, message: string, data: unknown, status = 200): void {
     sendJson(res, status, { code, message, data, request_id: randomBytes(8).toString('hex'), status: code, time_elapsed: '12.3ms' });
   }
 
-  private async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
     if (req.path.startsWith('/tos/')) return this.serveVideo(req, res);
     const meta = { RequestId: randomBytes(8).toString('hex'), Action: req.query.Action, Version: req.query.Version, Service: SERVICE, Region: REGION };
     const error = signatureError(req, this.keys, Date.now());
