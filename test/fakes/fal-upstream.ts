@@ -4,9 +4,8 @@
  * `{owner}/{app}` path, GET …/requests/{id}/status (IN_QUEUE, IN_PROGRESS, COMPLETED), GET
  * …/requests/{id} with model_mesh, model_urls and rendered_image; 422 with `detail` for bad input.
  */
-import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { ReplyingUpstream, type RecordedRequest, type Reply } from './recording-upstream.ts';
 import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const FAL_KEY = 'fal-key-id:fal-key-secret';
@@ -36,7 +35,7 @@ const ENDPOINTS: Record<string, string[]> = {
   'tripo3d/p1/multiview-to-3d': ['image_urls', 'face_limit', 'texture', 'pbr', 'texture_quality', 'model_seed'],
 };
 
-export class FakeFal extends RecordingUpstream {
+export class FakeFal extends ReplyingUpstream {
   readonly queue = new Map<string, FakeRequest>();
   plans: FalPlan[] = [{ outcome: 'success', runningPolls: 1 }];
 
@@ -54,11 +53,7 @@ export class FakeFal extends RecordingUpstream {
     if (request) request.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    sendReply(res, await this.route(req));
-  }
-
-  private async route(req: RecordedRequest): Promise<Reply | Buffer> {
+  protected async route(req: RecordedRequest): Promise<Reply | Buffer> {
     if (req.path.startsWith('/cdn/')) return req.path.endsWith('.webp') ? samplePicture('webp') : sampleGlb(['fal']);
     if (req.headers.authorization !== `Key ${FAL_KEY}`) return { status: 401, body: { detail: 'No user found for Key ID and Secret' } };
     const endpoint = req.path.slice(1);

@@ -4,9 +4,8 @@
  * `{Response: {…, RequestId}}` and errors as `Response.Error` inside HTTP 200; Pro, Rapid,
  * face-reduction and texture jobs with WAIT/RUN/FAIL/DONE and ResultFile3Ds.
  */
-import type { ServerResponse } from 'node:http';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { ReplyingUpstream, type RecordedRequest, type Reply } from './recording-upstream.ts';
 import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const HUNYUAN_SECRET_ID = 'AKIDtest1234';
@@ -39,7 +38,7 @@ const VIEW_TYPES = new Set(['left', 'right', 'back', 'top', 'bottom', 'left_fron
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
 
-export class FakeHunyuan extends RecordingUpstream {
+export class FakeHunyuan extends ReplyingUpstream {
   readonly jobs = new Map<string, FakeJob>();
   plans: HunyuanPlan[] = [{ outcome: 'success', runningPolls: 1 }];
   /** Error codes answered (once each, in order) to the next submits, e.g. RequestLimitExceeded. */
@@ -59,11 +58,7 @@ export class FakeHunyuan extends RecordingUpstream {
     if (job) job.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    sendReply(res, await this.route(req));
-  }
-
-  private async route(req: RecordedRequest): Promise<Reply | Buffer> {
+  protected async route(req: RecordedRequest): Promise<Reply | Buffer> {
     if (req.path.startsWith('/cos/')) return req.path.endsWith('.png') ? samplePicture('png') : sampleGlb(['hunyuan']);
     if (req.method !== 'POST' || req.path !== '/') return { status: 404, body: 'not found' };
     const requestId = randomUUID();

@@ -86,6 +86,15 @@ export abstract class RecordingUpstream {
   }
 }
 
+/** A fake upstream whose answers are values: `route` gives a Reply or the bytes for each request. */
+export abstract class ReplyingUpstream extends RecordingUpstream {
+  protected abstract route(req: RecordedRequest): Promise<Reply | Buffer> | Reply | Buffer;
+
+  protected async handle(req: RecordedRequest, res: http.ServerResponse): Promise<void> {
+    sendReply(res, await this.route(req));
+  }
+}
+
 /** The fields and files of a multipart/form-data request. */
 export function formData(req: RecordedRequest): Promise<FormData> {
   return new Request('http://fake/', { method: 'POST', headers: { 'content-type': String(req.headers['content-type']) }, body: new Uint8Array(req.body) }).formData();
@@ -102,7 +111,7 @@ export function sendBytes(res: http.ServerResponse, data: Buffer, contentType: s
 }
 
 /** Answers with a Reply or with bytes. */
-export function sendReply(res: http.ServerResponse, reply: Reply | Buffer): void {
+function sendReply(res: http.ServerResponse, reply: Reply | Buffer): void {
   if (Buffer.isBuffer(reply)) return sendBytes(res, reply, 'application/octet-stream');
   res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(typeof reply.body === 'string' ? reply.body : JSON.stringify(reply.body));
 }

@@ -4,9 +4,8 @@
  * `jobs.subscription_key` (or an `error` inside the 201), POST /status with per-job
  * Waiting/Generating/Done/Failed, POST /download listing the model and preview.webp.
  */
-import type { ServerResponse } from 'node:http';
 import { randomUUID } from 'node:crypto';
-import { RecordingUpstream, formData, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { ReplyingUpstream, formData, type RecordedRequest, type Reply } from './recording-upstream.ts';
 import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const RODIN_KEY = 'rodin-test-key';
@@ -33,7 +32,7 @@ interface FakeTask {
 
 const TIERS = new Set(['Sketch', 'Regular', 'Detail', 'Smooth', 'Gen-2', 'Gen-2.5-Extreme-Low', 'Gen-2.5-Low', 'Gen-2.5-Medium', 'Gen-2.5-High', 'Gen-2.5-Extreme-High']);
 
-export class FakeRodin extends RecordingUpstream {
+export class FakeRodin extends ReplyingUpstream {
   readonly submits: RodinSubmit[] = [];
   readonly tasks = new Map<string, FakeTask>();
   plans: RodinPlan[] = [{ outcome: 'success', runningPolls: 1 }];
@@ -51,11 +50,7 @@ export class FakeRodin extends RecordingUpstream {
     if (task) task.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    sendReply(res, await this.route(req));
-  }
-
-  private async route(req: RecordedRequest): Promise<Reply | Buffer> {
+  protected async route(req: RecordedRequest): Promise<Reply | Buffer> {
     if (req.path.startsWith('/files/')) return req.path.endsWith('.webp') ? samplePicture('webp') : req.path.endsWith('.glb') ? sampleGlb(['rodin']) : Buffer.from(req.path);
     if (req.headers.authorization !== `Bearer ${RODIN_KEY}`) return { status: 401, body: { error: 'UNAUTHORIZED', message: 'invalid api key' } };
     if (req.method === 'POST' && req.path === '/api/v2/rodin') return this.submit(req);

@@ -4,9 +4,8 @@
  * with queued/running/success/failed states, output URLs (plus the `result` objects), STS upload
  * to an S3 path whose SigV4 signature it checks, and import_model. Records every request.
  */
-import type { ServerResponse } from 'node:http';
 import { createHash, createHmac, randomUUID } from 'node:crypto';
-import { RecordingUpstream, sendReply, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { ReplyingUpstream, type RecordedRequest, type Reply } from './recording-upstream.ts';
 import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const TRIPO_KEY = 'tsk_test_key';
@@ -46,7 +45,7 @@ const ok = (data: unknown): Reply => ({ status: 200, body: { code: 0, data }, he
 
 const sha256 = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 
-export class FakeTripo extends RecordingUpstream {
+export class FakeTripo extends ReplyingUpstream {
   readonly tasks = new Map<string, FakeTask>();
   /** Objects uploaded to the fake S3, by key. */
   readonly objects = new Map<string, Buffer>();
@@ -74,11 +73,7 @@ export class FakeTripo extends RecordingUpstream {
     if (task) task.plan = { outcome: 'success', runningPolls: 0 };
   }
 
-  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    sendReply(res, await this.route(req));
-  }
-
-  private async route(req: RecordedRequest): Promise<Reply | Buffer> {
+  protected async route(req: RecordedRequest): Promise<Reply | Buffer> {
     if (req.path.startsWith('/files/')) return this.file(req.path);
     if (req.path.startsWith('/s3/')) return this.s3Put(req);
     if (req.headers.authorization !== `Bearer ${TRIPO_KEY}`) return envelope(401, 1002, 'Authentication failed');
