@@ -5,14 +5,10 @@ import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
 import { FakeComfyUI } from './fakes/comfyui-upstream.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
+import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type Json } from './support/provider-harness.ts';
 import { bindGraph, historyOutcome, refusalText, requestValues } from '../src/providers/comfyui/mapping.ts';
 import { loadWorkflows, WorkflowError, type Workflow } from '../src/providers/comfyui/workflow-catalog.ts';
 import type { TaskStatusEvent } from '../src/tasks/event-bus.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
 
 const EXAMPLE = path.join(import.meta.dirname, '..', 'workflows', 'examples', 'sd15-text-to-image.json');
 const TEXT_TO_IMAGE = 'sd15-text-to-image';
@@ -49,23 +45,10 @@ function workflowsDir(): string {
   return dir;
 }
 
-function config(fake: FakeComfyUI, dir: string, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    providers: { comfyui: { base_url: fake.url, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, options: { workflows_dir: dir }, ...extra } },
-  });
-}
+const gatewayEnv = (fake: FakeComfyUI, dir: string, settings: Record<string, unknown> = {}) => providerEnv('comfyui', fake.url, { options: { workflows_dir: dir }, ...settings });
 
-async function recordOf(srv: TestServer, token: string, taskId: string, predicate: (record: Json) => boolean): Promise<Json> {
-  return eventually(`task ${taskId}`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return predicate(record) ? record : undefined;
-  });
-}
-
-async function submitAsync(srv: TestServer, token: string, json: Json): Promise<string> {
-  const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, headers: { 'x-async': 'true' }, json });
-  assert.equal(res.status, 200, await res.clone().text());
-  return ((await res.json()) as Json).task_id;
+async function submitAsync(user: GatewayUser, json: Json): Promise<string> {
+  return (await user.postOk('/v1/images/generations', json, { 'x-async': 'true' })).task_id;
 }
 
 function loadExample(): Workflow {
@@ -129,29 +112,24 @@ describe('ComfyUI mapping', () => {
 });
 
 describe('ComfyUI adapter', () => {
-  let fake: FakeComfyUI;
-  let srv: TestServer;
-  let token: string;
   let dir: string;
-  const events: TaskStatusEvent[] = [];
-
-  before(async () => {
-    fake = await FakeComfyUI.start();
+  before(() => {
     dir = workflowsDir();
-    srv = await startTestServer({ GENGATE_CONFIG: config(fake, dir) });
-    srv.server.services.bus.subscribe('task.status', (e) => void events.push(e));
-    token = await srv.tokenFor('artist');
+  });
+  const gateway = useProviderGateway({ startFake: FakeComfyUI.start, env: (fake) => gatewayEnv(fake, dir), userId: 'artist' });
+  const events: TaskStatusEvent[] = [];
+  before(() => {
+    gateway.user.srv.server.services.bus.subscribe('task.status', (e) => void events.push(e));
   });
 
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
+  after(() => {
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
   it('runs a workflow named as the model: bound prompt, live progress and node status, outputs from /view', async () => {
+    const { fake, user } = gateway;
     const before = fake.requests.length;
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, prompt: 'a red fox in snow', size: '64x48', n: 2, seed: 42, steps: 3 } });
+    const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'a red fox in snow', size: '64x48', n: 2, seed: 42, steps: 3 });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.equal(body.status, 'success');
@@ -166,7 +144,7 @@ describe('ComfyUI adapter', () => {
     assert.match(String(submit!.json!.client_id), /^gengate-/);
 
     assert.equal(body.data.length, 2);
-    const promptId = ((await recordOf(srv, token, body.task_id, () => true)) as Json).node_status.executeId;
+    const promptId = ((await user.recordWhen(body.task_id, () => true)) as Json).node_status.executeId;
     for (const [i, { url }] of body.data.entries()) {
       const file = Buffer.from(await (await fetch(url)).arrayBuffer());
       const meta = await sharp(file).metadata();
@@ -177,7 +155,7 @@ describe('ComfyUI adapter', () => {
     const views = fake.requests.slice(before).filter((r) => r.path === '/view');
     assert.deepEqual(views.map((v) => v.query), body.output_content.map((o: Json) => ({ filename: o.filename, subfolder: '', type: 'output' })));
 
-    const record = await recordOf(srv, token, body.task_id, () => true);
+    const record = await user.recordWhen(body.task_id, () => true);
     assert.deepEqual(record.node_status, { executeId: promptId, customWorkflowId: TEXT_TO_IMAGE, status: 'success', message: 'success', nodeId: '9' });
     assert.equal(record.queue_status.progress, 100);
     assert.equal(record.billings[0].platform.code, 'comfyui');
@@ -193,9 +171,10 @@ describe('ComfyUI adapter', () => {
   });
 
   it('uploads the images of an edit and binds the uploaded names', async () => {
+    const { fake, user } = gateway;
     const input = await sharp({ create: { width: 40, height: 24, channels: 3, background: '#336699' } }).png().toBuffer();
     const before = fake.requests.length;
-    const res = await srv.fetch('/v1/images/edits', { method: 'POST', token, json: { model: 'sd15-image-edit', prompt: 'make it night', image: [`data:image/png;base64,${input.toString('base64')}`], seed: 5 } });
+    const res = await user.post('/v1/images/edits', { model: 'sd15-image-edit', prompt: 'make it night', image: [`data:image/png;base64,${input.toString('base64')}`], seed: 5 });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 200, JSON.stringify(body));
     const sent = fake.requests.slice(before);
@@ -217,13 +196,14 @@ describe('ComfyUI adapter', () => {
   });
 
   it('fails the task with the node error ComfyUI reports', async () => {
+    const { fake, user } = gateway;
     fake.failNode = { node: '3', message: 'CUDA out of memory. Tried to allocate 2.00 GiB', type: 'torch.OutOfMemoryError' };
     try {
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, prompt: 'too big', steps: 2 } });
+      const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'too big', steps: 2 });
       const body = (await res.json()) as Json;
       assert.equal(res.status, 502);
       assert.equal(body.error.code, 'task_failed');
-      const record = await recordOf(srv, token, body.error.task_id, (r) => r.queue_status.status === 'failed');
+      const record = await user.recordWhen(body.error.task_id, (r) => r.queue_status.status === 'failed');
       assert.equal(record.queue_status.message, 'the workflow failed at node 3 (KSampler): CUDA out of memory. Tried to allocate 2.00 GiB');
       assert.equal(record.queue_status.original_error_message, 'CUDA out of memory. Tried to allocate 2.00 GiB');
       assert.equal(record.node_status.status, 'failed');
@@ -235,10 +215,11 @@ describe('ComfyUI adapter', () => {
   });
 
   it('fails the task with ComfyUI validation text when /prompt refuses the graph', async () => {
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'broken-checkpoint', prompt: 'anything' } });
+    const { user } = gateway;
+    const res = await user.post('/v1/images/generations', { model: 'broken-checkpoint', prompt: 'anything' });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 502);
-    const record = await recordOf(srv, token, body.error.task_id, (r) => r.queue_status.status === 'failed');
+    const record = await user.recordWhen(body.error.task_id, (r) => r.queue_status.status === 'failed');
     assert.equal(
       record.queue_status.message,
       `ComfyUI refused workflow broken-checkpoint: Prompt outputs failed validation; node 4 (CheckpointLoaderSimple): Value not in list: ckpt_name: 'missing.safetensors' not in ["v1-5-pruned-emaonly.safetensors","sd_xl_base_1.0.safetensors"]`,
@@ -249,9 +230,10 @@ describe('ComfyUI adapter', () => {
   });
 
   it('retries a 503 from /prompt and queues the prompt once', async () => {
+    const { fake, user } = gateway;
     fake.script.set('/prompt', [{ status: 503, body: { error: 'server busy' } }]);
     const before = fake.requestsTo('POST', '/prompt').length;
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, prompt: 'again', steps: 1, size: '32x32' } });
+    const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'again', steps: 1, size: '32x32' });
     assert.equal(res.status, 200, await res.clone().text());
     const sent = fake.requestsTo('POST', '/prompt').slice(before);
     assert.equal(sent.length, 2);
@@ -259,43 +241,45 @@ describe('ComfyUI adapter', () => {
   });
 
   it('cancels a running prompt with /interrupt and a queued one by deleting it from the queue', async () => {
+    const { fake, user } = gateway;
     fake.hold();
     try {
-      const running = await submitAsync(srv, token, { model: TEXT_TO_IMAGE, prompt: 'first', steps: 5, size: '32x32' });
+      const running = await submitAsync(user, { model: TEXT_TO_IMAGE, prompt: 'first', steps: 5, size: '32x32' });
       // Live node status: the sampler is running, held at its first step.
-      const live = await recordOf(srv, token, running, (r) => r.node_status?.nodeId === '3' && r.queue_status.status === 'process');
+      const live = await user.recordWhen(running, (r) => r.node_status?.nodeId === '3' && r.queue_status.status === 'process');
       assert.equal(live.node_status.status, 'running');
       assert.equal(live.node_status.message, 'KSampler 1/5');
       const runningPrompt = live.node_status.executeId as string;
       assert.equal(fake.runningPromptId, runningPrompt);
 
-      const queued = await submitAsync(srv, token, { model: TEXT_TO_IMAGE, prompt: 'second', steps: 5, size: '32x32' });
+      const queued = await submitAsync(user, { model: TEXT_TO_IMAGE, prompt: 'second', steps: 5, size: '32x32' });
       await fake.until(() => fake.pendingPromptIds.length === 1);
       const queuedPrompt = fake.pendingPromptIds[0]!;
 
-      const cancelQueued = await srv.fetch(`/v1/ai/cancel/${queued}`, { token });
+      const cancelQueued = await user.cancel(queued);
       assert.equal(cancelQueued.status, 200);
       assert.equal(((await cancelQueued.json()) as Json).queue_status.status, 'cancelled');
       await fake.until(() => fake.pendingPromptIds.length === 0);
       assert.deepEqual(fake.requestsTo('POST', '/queue').at(-1)!.json, { delete: [queuedPrompt] });
 
-      const cancelRunning = await srv.fetch(`/v1/ai/cancel/${running}`, { token });
+      const cancelRunning = await user.cancel(running);
       assert.equal(cancelRunning.status, 200);
       await fake.until(() => fake.runningPromptId === undefined);
       assert.deepEqual(fake.requestsTo('POST', '/interrupt').at(-1)!.json, { prompt_id: runningPrompt });
       const history = (await (await fetch(`${fake.url}/history/${runningPrompt}`)).json()) as Json;
       assert.equal(history[runningPrompt].status.messages.at(-1)[0], 'execution_interrupted');
-      assert.equal((await recordOf(srv, token, running, () => true)).queue_status.status, 'cancelled');
+      assert.equal((await user.recordWhen(running, () => true)).queue_status.status, 'cancelled');
     } finally {
       fake.release();
     }
   });
 
   it('runs the deprecated workflow submit with its params bound', async () => {
-    const res = await srv.fetch('/v1/ai/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, params: { prompt: 'old api', width: 48, height: 32, seed: 9 } } });
+    const { fake, user } = gateway;
+    const res = await user.post('/v1/ai/generations', { model: TEXT_TO_IMAGE, params: { prompt: 'old api', width: 48, height: 32, seed: 9 } });
     assert.equal(res.status, 200);
     const { task_id: taskId } = (await res.json()) as Json;
-    const record = await recordOf(srv, token, taskId, (r) => r.queue_status.status === 'success');
+    const record = await user.recordWhen(taskId, (r) => r.queue_status.status === 'success');
     assert.deepEqual(record.queue_status.data.mediaSize, { type: 'image', width: 48, height: 32, status: 1 });
     const graph = (fake.requestsTo('POST', '/prompt').at(-1)!.json as Json).prompt;
     assert.deepEqual([graph['6'].inputs.text, graph['5'].inputs.width, graph['5'].inputs.height, graph['3'].inputs.seed], ['old api', 48, 32, 9]);
@@ -303,10 +287,11 @@ describe('ComfyUI adapter', () => {
   });
 
   it('resolves workflow names like models: unknown 404, wrong capability 400', async () => {
-    const unknown = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'no-such-workflow', prompt: 'x' } });
+    const { user } = gateway;
+    const unknown = await user.post('/v1/images/generations', { model: 'no-such-workflow', prompt: 'x' });
     assert.equal(unknown.status, 404);
     assert.equal(((await unknown.json()) as Json).error.code, 'model_not_found');
-    const mismatch = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'sd15-image-edit', prompt: 'x' } });
+    const mismatch = await user.post('/v1/images/generations', { model: 'sd15-image-edit', prompt: 'x' });
     assert.equal(mismatch.status, 400);
     assert.equal(((await mismatch.json()) as Json).error.code, 'model_capability_mismatch');
   });
@@ -328,67 +313,60 @@ describe('ComfyUI adapter: polling, timeouts and restarts', () => {
 
   it('polls /history when the WebSocket is unavailable', async () => {
     fake.wsEnabled = false;
-    const srv = await startTestServer({ GENGATE_CONFIG: config(fake, dir) });
     try {
-      const token = await srv.tokenFor('artist');
-      const sockets = fake.socketClients.length;
-      const before = fake.requests.length;
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, prompt: 'no socket', steps: 2, size: '32x32' } });
-      const body = (await res.json()) as Json;
-      assert.equal(res.status, 200, JSON.stringify(body));
-      assert.equal(fake.socketClients.length, sockets, 'no socket was opened');
-      const promptId = (await recordOf(srv, token, body.task_id, () => true)).node_status.executeId;
-      const polls = fake.requests.slice(before).filter((r) => r.path === `/history/${promptId}`);
-      assert.ok(polls.length >= 1, 'the outcome came from /history');
-      const meta = await sharp(Buffer.from(await (await fetch(body.data[0].url)).arrayBuffer())).metadata();
-      assert.deepEqual([meta.width, meta.height], [32, 32]);
+      await withGateway(gatewayEnv(fake, dir), 'artist', async (user) => {
+        const sockets = fake.socketClients.length;
+        const before = fake.requests.length;
+        const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'no socket', steps: 2, size: '32x32' });
+        const body = (await res.json()) as Json;
+        assert.equal(res.status, 200, JSON.stringify(body));
+        assert.equal(fake.socketClients.length, sockets, 'no socket was opened');
+        const promptId = (await user.recordWhen(body.task_id, () => true)).node_status.executeId;
+        const polls = fake.requests.slice(before).filter((r) => r.path === `/history/${promptId}`);
+        assert.ok(polls.length >= 1, 'the outcome came from /history');
+        const meta = await sharp(Buffer.from(await (await fetch(body.data[0].url)).arrayBuffer())).metadata();
+        assert.deepEqual([meta.width, meta.height], [32, 32]);
+      });
     } finally {
       fake.wsEnabled = true;
-      await srv.close();
     }
   });
 
   it('fails a run past max_wait_ms and interrupts it in ComfyUI', async () => {
-    const srv = await startTestServer({ GENGATE_CONFIG: config(fake, dir, { max_wait_ms: 300 }) });
     fake.hold();
     try {
-      const token = await srv.tokenFor('artist');
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: TEXT_TO_IMAGE, prompt: 'forever', steps: 3, size: '32x32' } });
-      const body = (await res.json()) as Json;
-      assert.equal(res.status, 502);
-      const record = await recordOf(srv, token, body.error.task_id, (r) => r.queue_status.status === 'failed');
-      assert.equal(record.queue_status.message, 'the workflow did not finish within 0.3 s');
-      const promptId = fake.requestsTo('POST', '/interrupt').at(-1)?.json?.prompt_id;
-      assert.equal(typeof promptId, 'string');
-      await fake.until(() => fake.runningPromptId === undefined);
+      await withGateway(gatewayEnv(fake, dir, { max_wait_ms: 300 }), 'artist', async (user) => {
+        const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'forever', steps: 3, size: '32x32' });
+        const body = (await res.json()) as Json;
+        assert.equal(res.status, 502);
+        const record = await user.recordWhen(body.error.task_id, (r) => r.queue_status.status === 'failed');
+        assert.equal(record.queue_status.message, 'the workflow did not finish within 0.3 s');
+        const promptId = fake.requestsTo('POST', '/interrupt').at(-1)?.json?.prompt_id;
+        assert.equal(typeof promptId, 'string');
+        await fake.until(() => fake.runningPromptId === undefined);
+      });
     } finally {
       fake.release();
-      await srv.close();
     }
   });
 
   it('a run resumed after a restart watches the queued prompt instead of queueing it again', async () => {
-    const dataDir = tempDataDir();
-    const env = { DATA_DIR: dataDir, GENGATE_CONFIG: config(fake, dir), TASK_LEASE_MS: '1000' };
-    let srv = await startTestServer(env);
     fake.hold();
     try {
-      const token = await srv.tokenFor('artist');
-      const submits = fake.requestsTo('POST', '/prompt').length;
-      const taskId = await submitAsync(srv, token, { model: TEXT_TO_IMAGE, prompt: 'survives restarts', steps: 3, size: '32x32' });
-      await recordOf(srv, token, taskId, (r) => r.node_status?.nodeId === '3');
-      await srv.close();
-      srv = await startTestServer(env);
-      await recordOf(srv, token, taskId, (r) => r.queue_status.message === 'resumed after an interruption');
-      fake.release();
-      const record = await recordOf(srv, token, taskId, (r) => r.queue_status.status === 'success');
-      assert.equal(fake.requestsTo('POST', '/prompt').length - submits, 1, 'one prompt queued in ComfyUI');
-      assert.equal(record.queue_status.output_content.length, 1);
-      assert.equal(record.node_status.status, 'success');
+      await withRestartingGateway({ ...gatewayEnv(fake, dir), TASK_LEASE_MS: '1000' }, 'artist', async (restarting) => {
+        const submits = fake.requestsTo('POST', '/prompt').length;
+        const taskId = await submitAsync(restarting.user, { model: TEXT_TO_IMAGE, prompt: 'survives restarts', steps: 3, size: '32x32' });
+        await restarting.user.recordWhen(taskId, (r) => r.node_status?.nodeId === '3');
+        const user = await restarting.restart();
+        await user.recordWhen(taskId, (r) => r.queue_status.message === 'resumed after an interruption');
+        fake.release();
+        const record = await user.recordWhen(taskId, (r) => r.queue_status.status === 'success');
+        assert.equal(fake.requestsTo('POST', '/prompt').length - submits, 1, 'one prompt queued in ComfyUI');
+        assert.equal(record.queue_status.output_content.length, 1);
+        assert.equal(record.node_status.status, 'success');
+      });
     } finally {
       fake.release();
-      await srv.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,43 +1,16 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import pino from 'pino';
-import { loadCatalog } from '../src/catalog/catalog.ts';
 import { falAdapter } from '../src/providers/fal/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
 import { FAL_KEY, FakeFal } from './fakes/fal-upstream.ts';
+import {
+  adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 import { runContext } from './support/run-context.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
 
-const catalog = loadCatalog({ config: {} });
 const IMG = 'https://images.example/';
 
-function engineFor(fake: FakeFal): GenerationEngine {
-  return falAdapter({
-    provider: 'fal',
-    settings: {},
-    baseURL: fake.url,
-    apiKey: FAL_KEY,
-    client: { provider: 'fal', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
-    pollIntervalMs: 5,
-    maxWaitMs: 10_000,
-    fetch,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-let seq = 0;
-function job(alias: string, endpoint: string, input: Record<string, unknown>): GenerationJob {
-  const model = catalog.find(alias);
-  assert.ok(model, alias);
-  return { taskId: `task-${++seq}`, ownerId: 'u1', endpoint, model, input, attempt: 1 };
-}
-
-async function run(engine: GenerationEngine, j: GenerationJob, ctx = runContext()) {
-  await engine.check?.(j);
-  return engine.run(j, ctx);
-}
+const engineFor = (fake: FakeFal): GenerationEngine => adapterEngine(falAdapter, 'fal', fake.url, FAL_KEY);
 
 describe('fal adapter: queue protocol and results', () => {
   let fake: FakeFal;
@@ -98,56 +71,32 @@ describe('fal adapter: queue protocol and results', () => {
 
   it('refuses edits and unknown versions before sending', () => {
     assert.throws(() => engine.check!(job('fal-tripo-p1', 'mesh3d.edit.convert', {})), TaskRejectedError);
-    const odd = job('fal-tripo-p1', 'mesh3d.generate.text', { prompt: 'x' });
-    odd.model = { ...odd.model, defaultRealModelName: 'tripo3d/v9' };
-    assert.throws(() => engine.check!(odd), /fal has no model for tripo3d\/v9/);
+    assert.throws(() => engine.check!(job('fal-tripo-p1', 'mesh3d.generate.text', { prompt: 'x' }, 'tripo3d/v9')), /fal has no model for tripo3d\/v9/);
   });
 });
 
 // ---- through the gateway over HTTP ----
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
 const KEY_ENV = 'GENGATE_TEST_FAL_KEY';
-const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+process.env[KEY_ENV] = FAL_KEY;
 
-function gatewayEnv(fake: FakeFal, fal: Record<string, unknown> = {}): Record<string, string> {
-  return { GENGATE_CONFIG: JSON.stringify({ providers: { fal: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...fal } } }) };
-}
+const gatewayEnv = (fake: FakeFal, fal: Record<string, unknown> = {}) => providerEnv('fal', fake.url, { api_key_env: KEY_ENV, ...fal });
 
-async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
-  const res = await srv.fetch(path, { method: 'POST', token, json: body });
-  const json = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(json));
-  return json;
-}
-
-async function settled(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  return eventually(`task ${taskId} ended`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return TERMINAL.includes(record.queue_status?.status) ? record.queue_status : undefined;
-  }, 20_000);
-}
+/** A text generation of `prompt` that fal keeps in its queue until the test finishes it. */
+const held = (fake: FakeFal, model: string, prompt: string): HeldTask => ({
+  path: '/v1/mesh3d/generate/text',
+  body: () => ({ model, prompt }),
+  polled: () => [...fake.queue.values()].find((r) => r.input.prompt === prompt && r.polls > 0)?.id,
+  finish: (id) => fake.finish(id),
+});
 
 describe('fal through the gateway', () => {
-  let fake: FakeFal;
-  let srv: TestServer;
-  let token: string;
-  before(async () => {
-    process.env[KEY_ENV] = FAL_KEY;
-    fake = await FakeFal.start();
-    srv = await startTestServer(gatewayEnv(fake));
-    token = await srv.tokenFor('caster');
-  });
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
-  });
+  const gateway = useProviderGateway({ startFake: FakeFal.start, env: (fake) => gatewayEnv(fake), userId: 'caster' });
 
   it('H3.1 image generation: the queue submit, the served model and preview', async () => {
-    const reply = await post(srv, token, '/v1/mesh3d/generate/image', { model: 'fal-tripo-v3.1', file: { url: `${IMG}teapot.png` }, texture_quality: 'detailed' });
-    const record = await settled(srv, token, reply.task_id);
+    const { fake, user } = gateway;
+    const reply = await user.postOk('/v1/mesh3d/generate/image', { model: 'fal-tripo-v3.1', file: { url: `${IMG}teapot.png` }, texture_quality: 'detailed' });
+    const record = await user.settledStatus(reply.task_id);
     assert.equal(record.status, 'success', JSON.stringify(record));
     assert.deepEqual(fake.submits.at(-1), { endpoint: 'tripo3d/h3.1/image-to-3d', input: { image_url: `${IMG}teapot.png`, texture_quality: 'detailed' } });
     assert.deepEqual(record.output_content.map((o: Json) => [o.type, o.role, o.filename]), [['3d', 'model', 'model.glb'], ['3d', 'base_model', 'base_model.glb'], ['image', 'preview', 'preview.webp']]);
@@ -157,73 +106,38 @@ describe('fal through the gateway', () => {
   });
 
   it('a failed request ends the task failed with fal\'s error; a 504 on the status URL is retried', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'failed', error: 'Input image could not be processed.' }, { outcome: 'success', runningPolls: 1 }];
-    const failed = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'a ghost' });
-    const record = await settled(srv, token, failed.task_id);
+    const failed = await user.postOk('/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'a ghost' });
+    const record = await user.settledStatus(failed.task_id);
     assert.equal(record.status, 'failed');
     assert.equal(record.message, 'fal request failed (generation_error)');
     assert.equal(record.original_error_message, 'Input image could not be processed.');
 
     fake.inject('GET', '/tripo3d/p1/requests/', { status: 504, body: { detail: 'Gateway Timeout' } });
-    const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'a lantern' });
-    assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
+    const retried = await user.postOk('/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'a lantern' });
+    assert.equal((await user.settledStatus(retried.task_id)).status, 'success');
     const request = [...fake.queue.values()].find((r) => r.input.prompt === 'a lantern')!;
     const statusCalls = fake.requests.filter((r) => r.path === `/tripo3d/p1/requests/${request.id}/status`).length;
     assert.equal(statusCalls, request.polls + 1, 'the status query answered 504 was sent again');
   });
 
   it('cancel answers 409 task_not_cancellable', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'slow' });
-    const queued = await eventually('the request polled', () => [...fake.queue.values()].find((r) => r.input.prompt === 'slow' && r.polls > 0));
-    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
-    assert.equal(res.status, 409);
-    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
+    await assertNotCancellableWhileHeld(user, held(fake, 'fal-tripo-p1', 'slow'));
     assert.ok(!fake.requests.some((r) => r.path.endsWith('/cancel')), 'nothing was cancelled upstream');
-    fake.finish(queued.id);
-    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
   });
-});
-
-describe('fal through the gateway: waiting limits and restarts', () => {
-  let fake: FakeFal;
-  before(async () => {
-    process.env[KEY_ENV] = FAL_KEY;
-    fake = await FakeFal.start();
-  });
-  after(() => fake.close());
 
   it('max_wait_ms fails a request still queued', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
-    try {
-      const token = await srv.tokenFor('waiter');
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'forever' });
-      const record = await settled(srv, token, reply.task_id);
-      assert.equal(record.status, 'failed');
-      assert.equal(record.message, 'the upstream task did not finish within 1 s');
-    } finally {
-      await srv.close();
-    }
+    await assertWaitLimited((limit) => gatewayEnv(fake, limit), '/v1/mesh3d/generate/text', { model: 'fal-tripo-p1', prompt: 'forever' });
   });
 
   it('a restart resumes following the same request: one submit', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
-    let srv = await startTestServer(env);
-    try {
-      const token = await srv.tokenFor('restarter');
-      const before = fake.submits.length;
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'fal-tripo-v3.1', prompt: 'survive' });
-      const queued = await eventually('the request polled', () => [...fake.queue.values()].find((r) => r.input.prompt === 'survive' && r.polls > 0));
-      await srv.close();
-      fake.finish(queued.id);
-      srv = await startTestServer(env);
-      assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
-      assert.equal(fake.submits.length - before, 1, 'submitted once');
-    } finally {
-      await srv.close();
-      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
-    }
+    await assertResumedAfterRestart({ ...gatewayEnv(fake), TASK_LEASE_MS: '300' }, held(fake, 'fal-tripo-v3.1', 'survive'), () => fake.submits.length);
   });
 });

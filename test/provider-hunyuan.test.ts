@@ -1,44 +1,17 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import pino from 'pino';
-import { loadCatalog } from '../src/catalog/catalog.ts';
 import { hunyuanAdapter } from '../src/providers/hunyuan/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
 import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/hunyuan-upstream.ts';
 import { sampleGlb } from './fakes/upstream-media.ts';
+import {
+  adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 import { runContext } from './support/run-context.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
 
-const catalog = loadCatalog({ config: {} });
 const IMG = 'https://images.example/';
 
-function engineFor(fake: FakeHunyuan, apiKey = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`): GenerationEngine {
-  return hunyuanAdapter({
-    provider: 'hunyuan',
-    settings: {},
-    baseURL: fake.url,
-    apiKey,
-    client: { provider: 'hunyuan', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
-    pollIntervalMs: 5,
-    maxWaitMs: 10_000,
-    fetch,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-let seq = 0;
-function job(alias: string, endpoint: string, input: Record<string, unknown>, defaultRealModelName?: string): GenerationJob {
-  const model = catalog.find(alias);
-  assert.ok(model, alias);
-  return { taskId: `task-${++seq}`, ownerId: 'u1', endpoint, model: defaultRealModelName ? { ...model, defaultRealModelName } : model, input, attempt: 1 };
-}
-
-async function run(engine: GenerationEngine, j: GenerationJob, ctx = runContext()) {
-  await engine.check?.(j);
-  return engine.run(j, ctx);
-}
+const engineFor = (fake: FakeHunyuan, apiKey = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`): GenerationEngine => adapterEngine(hunyuanAdapter, 'hunyuan', fake.url, apiKey);
 
 describe('Hunyuan adapter: signed actions and results', () => {
   let fake: FakeHunyuan;
@@ -131,49 +104,27 @@ describe('Hunyuan adapter: signed actions and results', () => {
 
 // ---- through the gateway over HTTP ----
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
 const KEY_ENV = 'GENGATE_TEST_HUNYUAN_KEY';
-const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+process.env[KEY_ENV] = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`;
 
-function gatewayEnv(fake: FakeHunyuan, hunyuan: Record<string, unknown> = {}): Record<string, string> {
-  return { GENGATE_CONFIG: JSON.stringify({ providers: { hunyuan: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...hunyuan } } }) };
-}
+const gatewayEnv = (fake: FakeHunyuan, hunyuan: Record<string, unknown> = {}) => providerEnv('hunyuan', fake.url, { api_key_env: KEY_ENV, ...hunyuan });
 
-async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
-  const res = await srv.fetch(path, { method: 'POST', token, json: body });
-  const json = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(json));
-  return json;
-}
-
-async function settled(srv: TestServer, token: string, taskId: string, statuses = TERMINAL): Promise<Json> {
-  return eventually(`task ${taskId} in ${statuses.join('/')}`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return statuses.includes(record.queue_status?.status) ? record.queue_status : undefined;
-  }, 20_000);
-}
+/** A Pro 3.0 text generation of `prompt` that Tencent keeps running until the test finishes it. */
+const held = (fake: FakeHunyuan, prompt: string): HeldTask => ({
+  path: '/v1/mesh3d/generate/text',
+  body: () => ({ model: 'hunyuan3d-pro-3.0', prompt }),
+  polled: () => [...fake.jobs.values()].find((j) => j.payload.Prompt === prompt && j.polls > 0)?.id,
+  finish: (id) => fake.finish(id),
+});
 
 describe('Hunyuan through the gateway', () => {
-  let fake: FakeHunyuan;
-  let srv: TestServer;
-  let token: string;
-  before(async () => {
-    process.env[KEY_ENV] = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`;
-    fake = await FakeHunyuan.start();
-    srv = await startTestServer(gatewayEnv(fake));
-    token = await srv.tokenFor('potter');
-  });
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
-  });
+  const gateway = useProviderGateway({ startFake: FakeHunyuan.start, env: (fake) => gatewayEnv(fake), userId: 'potter' });
 
   it('Pro 3.1 multiview: signed submit with the views, a successful record with served files', async () => {
+    const { fake, user } = gateway;
     const views = ['front', 'left_front', 'back', 'top'].map((v) => ({ view_type: v, file: { url: `${IMG}${v}.png` } }));
-    const reply = await post(srv, token, '/v1/mesh3d/generate/multiview', { model: 'hunyuan3d-pro-3.1', view_images: views, enable_pbr: true, enable_texture: true });
-    const record = await settled(srv, token, reply.task_id);
+    const reply = await user.postOk('/v1/mesh3d/generate/multiview', { model: 'hunyuan3d-pro-3.1', view_images: views, enable_pbr: true, enable_texture: true });
+    const record = await user.settledStatus(reply.task_id);
     assert.equal(record.status, 'success', JSON.stringify(record));
     assert.deepEqual(fake.submits.at(-1), {
       action: 'SubmitHunyuanTo3DProJob',
@@ -186,72 +137,37 @@ describe('Hunyuan through the gateway', () => {
   });
 
   it('a failed job ends the task failed with Tencent\'s message; a 502 from the API gateway is retried', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'failed', errorCode: 'FailedOperation.GenerateFailed', errorMessage: 'Model generation failed, please try another image.' }, { outcome: 'success', runningPolls: 1 }];
-    const failed = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a broken vase' });
-    const record = await settled(srv, token, failed.task_id);
+    const failed = await user.postOk('/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a broken vase' });
+    const record = await user.settledStatus(failed.task_id);
     assert.equal(record.status, 'failed');
     assert.equal(record.message, 'Hunyuan job failed (FailedOperation.GenerateFailed)');
     assert.equal(record.original_error_message, 'Model generation failed, please try another image.');
 
     fake.inject('POST', '/', { status: 502, body: 'Bad Gateway' });
     const before = fake.submits.length;
-    const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a vase' });
-    assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
+    const retried = await user.postOk('/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a vase' });
+    assert.equal((await user.settledStatus(retried.task_id)).status, 'success');
     assert.equal(fake.submits.length - before, 2, 'the submit answered 502 was sent again');
   });
 
   it('cancel answers 409 task_not_cancellable', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'slow' });
     // Tencent reports no progress while a job runs: the task stays `started` until the end.
-    const job = await eventually('the job queried', () => [...fake.jobs.values()].find((j) => j.payload.Prompt === 'slow' && j.polls > 0));
-    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
-    assert.equal(res.status, 409);
-    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
-    fake.finish(job.id);
-    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake, 'slow'));
   });
-});
-
-describe('Hunyuan through the gateway: waiting limits and restarts', () => {
-  let fake: FakeHunyuan;
-  before(async () => {
-    process.env[KEY_ENV] = `${HUNYUAN_SECRET_ID}:${HUNYUAN_SECRET_KEY}`;
-    fake = await FakeHunyuan.start();
-  });
-  after(() => fake.close());
 
   it('max_wait_ms fails a job still running', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
-    try {
-      const token = await srv.tokenFor('waiter');
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'forever' });
-      const record = await settled(srv, token, reply.task_id);
-      assert.equal(record.status, 'failed');
-      assert.equal(record.message, 'the upstream task did not finish within 1 s');
-    } finally {
-      await srv.close();
-    }
+    await assertWaitLimited((limit) => gatewayEnv(fake, limit), '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'forever' });
   });
 
   it('a restart resumes querying the same job: one submit', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
-    let srv = await startTestServer(env);
-    try {
-      const token = await srv.tokenFor('restarter');
-      const before = fake.submits.length;
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'hunyuan3d-pro-3.0', prompt: 'survive' });
-      const job = await eventually('the job queried', () => [...fake.jobs.values()].find((j) => j.payload.Prompt === 'survive' && j.polls > 0));
-      await srv.close();
-      fake.finish(job.id);
-      srv = await startTestServer(env);
-      assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
-      assert.equal(fake.submits.length - before, 1, 'submitted once');
-    } finally {
-      await srv.close();
-      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
-    }
+    await assertResumedAfterRestart({ ...gatewayEnv(fake), TASK_LEASE_MS: '300' }, held(fake, 'survive'), () => fake.submits.length);
   });
 });

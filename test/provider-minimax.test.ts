@@ -1,13 +1,10 @@
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import { ASYNC_SECONDS, MinimaxUpstream, SYNC_SECONDS } from './fakes/minimax-upstream.ts';
 import { audioMetadata, download } from './support/audio.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import {
+  assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_MINIMAX_KEY';
 const WRONG_KEY_ENV = 'GENGATE_TEST_MINIMAX_WRONG_KEY';
@@ -17,67 +14,25 @@ process.env[WRONG_KEY_ENV] = 'expired-key';
 const SPEECH = { model: 'minimax-speech-02-hd', text: 'The harbour lights came on one by one.', voice_id: 'English_Graceful_Lady' };
 const STORY = Array(40).fill('Once more the tide rose over the old stones of the pier.').join('\n');
 
-function gengateEnv(fake: MinimaxUpstream, settings: Record<string, unknown> = {}, env: Record<string, string> = {}): Record<string, string> {
-  return {
-    ...env,
-    GENGATE_CONFIG: JSON.stringify({
-      providers: {
-        minimax: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 10, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, ...settings },
-      },
-    }),
-  };
-}
+const gatewayEnv = (fake: MinimaxUpstream, settings: Record<string, unknown> = {}) => providerEnv('minimax', fake.url, { api_key_env: KEY_ENV, ...settings });
 
-function submit(srv: TestServer, token: string, body: Json, headers: Record<string, string> = {}): Promise<Response> {
-  return srv.fetch('/v1/speech/generations', { method: 'POST', token, json: body, headers });
-}
+const submit = (user: GatewayUser, body: Json, headers: Record<string, string> = {}) => user.post('/v1/speech/generations', body, headers);
 
-async function record(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  const res = await srv.fetch(`/v1/ai/result/${taskId}`, { token });
-  assert.equal(res.status, 200);
-  return res.json();
-}
+/** The story uploaded as a text file, for the long-text API. */
+const storyFile = (user: GatewayUser) => user.upload(Buffer.from(STORY), 'story.txt', 'text/plain');
 
-function finalRecord(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  return eventually(`task ${taskId} to end`, async () => {
-    const r = await record(srv, token, taskId);
-    return ['success', 'failed', 'rejected', 'cancelled'].includes(r.queue_status.status) ? r : undefined;
-  });
-}
-
-async function uploadText(srv: TestServer, token: string, text: string): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([text], { type: 'text/plain' }), 'story.txt');
-  const res = await srv.fetch('/v1/files/upload', { method: 'POST', token, body: form });
-  const body: Json = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(body));
-  return body.data.url;
-}
-
-async function failedWith(res: Response, srv: TestServer, token: string): Promise<Json> {
-  const err: Json = await res.json();
-  assert.equal(res.status, 502, JSON.stringify(err));
-  assert.equal(err.error.code, 'task_failed');
-  const q = (await record(srv, token, err.error.task_id)).queue_status;
-  assert.equal(q.status, 'failed');
-  return q;
-}
+/** A long-text task MiniMax keeps Processing while the fake is holding. */
+const held = (fake: MinimaxUpstream): HeldTask => ({
+  path: '/v1/speech/generations',
+  body: async (user) => ({ ...SPEECH, text_file_id: await storyFile(user) }),
+  polled: () => fake.requestsTo('/v1/query/t2a_async_query_v2').length > 0 && String([...fake.tasks.keys()].at(-1)),
+  finish: () => void (fake.holding = false),
+});
 
 describe('minimax adapter', () => {
-  let fake: MinimaxUpstream;
-  let srv: TestServer;
-  let token: string;
-
-  before(async () => {
-    fake = await MinimaxUpstream.start(process.env[KEY_ENV]!);
-    srv = await startTestServer(gengateEnv(fake, { options: { group_id: '1840000000000000001' } }));
-    token = await srv.tokenFor('narrator');
-  });
-  after(async () => {
-    await srv.close();
-    await fake.close();
-  });
+  const gateway = useProviderGateway({ startFake: () => MinimaxUpstream.start(process.env[KEY_ENV]!), env: (fake) => gatewayEnv(fake, { options: { group_id: '1840000000000000001' } }), userId: 'narrator' });
   beforeEach(() => {
+    const { fake } = gateway;
     fake.requests.length = 0;
     fake.statuses = ['Processing', 'Processing', 'Success'];
     fake.holding = false;
@@ -86,7 +41,8 @@ describe('minimax adapter', () => {
   });
 
   it('sync: voice_setting and audio_setting as T2A v2 wants them, hex audio decoded, characters billed', async () => {
-    const res = await submit(srv, token, { ...SPEECH, speed: 1.2, vol: 2, pitch: -1, emotion: 'happy' });
+    const { fake, user } = gateway;
+    const res = await submit(user, { ...SPEECH, speed: 1.2, vol: 2, pitch: -1, emotion: 'happy' });
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     assert.equal(draw.status, 'success');
@@ -113,7 +69,7 @@ describe('minimax adapter', () => {
     assert.equal(meta.format.codec, 'MPEG 1 Layer 3');
     assert.ok(Math.abs(meta.format.duration! - SYNC_SECONDS) < 0.15, `lasts ${meta.format.duration} s`);
 
-    const r = await record(srv, token, draw.task_id);
+    const r = await user.record(draw.task_id);
     const characters = [...SPEECH.text].length;
     assert.deepEqual(r.usage, { input_tokens: characters, output_tokens: 0, total_tokens: characters });
     assert.equal(r.billings[0].result.token, characters);
@@ -121,7 +77,8 @@ describe('minimax adapter', () => {
   });
 
   it('sends only the voice fields given and the requested format', async () => {
-    const res = await submit(srv, token, { ...SPEECH, format: 'flac' });
+    const { fake, user } = gateway;
+    const res = await submit(user, { ...SPEECH, format: 'flac' });
     assert.equal(res.status, 200);
     const body = fake.requestsTo('/v1/t2a_v2')[0]!.json as Json;
     assert.deepEqual(body.voice_setting, { voice_id: 'English_Graceful_Lady' });
@@ -129,22 +86,25 @@ describe('minimax adapter', () => {
   });
 
   it('a non-zero base_resp fails the task with status_msg', async () => {
+    const { fake, user } = gateway;
     fake.syncError = { status_code: 1026, status_msg: 'input new_sensitive' };
-    const q = await failedWith(await submit(srv, token, SPEECH), srv, token);
+    const q = await user.failedStatus(await submit(user, SPEECH));
     assert.equal(q.message, 'minimax refused the speech request (status_code 1026)');
     assert.equal(q.original_error_message, 'input new_sensitive');
   });
 
   it('retries a 503 and a 429, then succeeds', async () => {
+    const { fake, user } = gateway;
     fake.httpErrors = [503, 429];
-    const res = await submit(srv, token, SPEECH);
+    const res = await submit(user, SPEECH);
     assert.equal(res.status, 200, await res.clone().text());
     assert.equal(fake.requestsTo('/v1/t2a_v2').length, 3);
   });
 
   it('a text file: uploaded for the long-text API, polled, the MP3 taken out of the result archive', async () => {
-    const url = await uploadText(srv, token, STORY);
-    const res = await submit(srv, token, { ...SPEECH, text: 'ignored', text_file_id: url, speed: 0.9 });
+    const { fake, user } = gateway;
+    const url = await storyFile(user);
+    const res = await submit(user, { ...SPEECH, text: 'ignored', text_file_id: url, speed: 0.9 });
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     assert.equal(fake.requestsTo('/v1/t2a_v2').length, 0, 'no sync call');
@@ -171,103 +131,72 @@ describe('minimax adapter', () => {
 
     const meta = await audioMetadata((await download(draw.output[0])).data);
     assert.ok(Math.abs(meta.format.duration! - ASYNC_SECONDS) < 0.15, `the archive's MP3 (${meta.format.duration} s)`);
-    const r = await record(srv, token, draw.task_id);
+    const r = await user.record(draw.task_id);
     assert.equal(r.usage.total_tokens, [...STORY].length);
   });
 
   it('a long-text task that fails upstream fails the task; a file that is not text never leaves', async () => {
+    const { fake, user } = gateway;
     fake.statuses = ['Processing', 'Failed'];
-    const q = await failedWith(await submit(srv, token, { ...SPEECH, text_file_id: await uploadText(srv, token, STORY) }), srv, token);
+    const q = await user.failedStatus(await submit(user, { ...SPEECH, text_file_id: await storyFile(user) }));
     assert.equal(q.message, 'minimax speech task failed');
     assert.equal(q.original_error_message, 'task status Failed');
 
     fake.requests.length = 0;
     const png = 'data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==';
-    const notText = await failedWith(await submit(srv, token, { ...SPEECH, text_file_id: png }), srv, token);
+    const notText = await user.failedStatus(await submit(user, { ...SPEECH, text_file_id: png }));
     assert.equal(notText.message, 'text_file_id is not a UTF-8 text file');
     assert.equal(fake.requests.length, 0);
   });
 
   it('external API tasks cannot be cancelled', async () => {
+    const { fake, user } = gateway;
     fake.holding = true;
-    const res = await submit(srv, token, { ...SPEECH, text_file_id: await uploadText(srv, token, STORY) }, { 'x-async': '1' });
-    const { task_id: taskId } = (await res.json()) as Json;
-    await eventually('the task polled', () => fake.requestsTo('/v1/query/t2a_async_query_v2').length > 0);
-    const cancel = await srv.fetch(`/v1/ai/cancel/${taskId}`, { token });
-    assert.equal(cancel.status, 409);
-    assert.equal(((await cancel.json()) as Json).error.code, 'task_not_cancellable');
-    fake.holding = false;
-    assert.equal((await finalRecord(srv, token, taskId)).queue_status.status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake));
   });
 
   it('options.sync_text_limit sends longer text to the long-text API as text', async () => {
-    const other = await startTestServer(gengateEnv(fake, { options: { sync_text_limit: 20 } }));
-    try {
-      const res = await submit(other, await other.tokenFor('narrator'), SPEECH);
+    const { fake } = gateway;
+    await withGateway(gatewayEnv(fake, { options: { sync_text_limit: 20 } }), 'narrator', async (other) => {
+      const res = await submit(other, SPEECH);
       assert.equal(res.status, 200, await res.clone().text());
-      const [submitted] = fake.requestsTo('/v1/t2a_async_v2');
-      assert.equal((submitted!.json as Json).text, SPEECH.text);
-      assert.deepEqual(submitted!.query, {}, 'no GroupId without options.group_id');
-      assert.equal(fake.requestsTo('/v1/files/upload').length, 0);
-    } finally {
-      await other.close();
-    }
+    });
+    const [submitted] = fake.requestsTo('/v1/t2a_async_v2');
+    assert.equal((submitted!.json as Json).text, SPEECH.text);
+    assert.deepEqual(submitted!.query, {}, 'no GroupId without options.group_id');
+    assert.equal(fake.requestsTo('/v1/files/upload').length, 0);
   });
 
   it('a wrong key: the 1004 answer fails the task with its message', async () => {
-    const other = await startTestServer(gengateEnv(fake, { api_key_env: WRONG_KEY_ENV }));
-    try {
-      const otherToken = await other.tokenFor('narrator');
-      const q = await failedWith(await submit(other, otherToken, SPEECH), other, otherToken);
-      assert.equal(fake.requestsTo('/v1/t2a_v2')[0]!.headers.authorization, 'Bearer expired-key');
-      assert.equal(q.message, 'minimax refused the speech request (status_code 1004)');
-      assert.match(q.original_error_message, /login fail/);
-    } finally {
-      await other.close();
-    }
+    const { fake } = gateway;
+    const q = await withGateway(gatewayEnv(fake, { api_key_env: WRONG_KEY_ENV }), 'narrator', async (other) => other.failedStatus(await submit(other, SPEECH)));
+    assert.equal(fake.requestsTo('/v1/t2a_v2')[0]!.headers.authorization, 'Bearer expired-key');
+    assert.equal(q.message, 'minimax refused the speech request (status_code 1004)');
+    assert.match(q.original_error_message, /login fail/);
   });
 
   it('a hung sync call fails after timeout_ms; a long-text task past max_wait_ms fails', async () => {
-    const other = await startTestServer(gengateEnv(fake, { timeout_ms: 300, max_wait_ms: 150 }));
+    const { fake } = gateway;
     fake.hangSync = true;
     try {
-      const otherToken = await other.tokenFor('narrator');
-      const hung = await failedWith(await submit(other, otherToken, SPEECH), other, otherToken);
-      assert.equal(hung.message, 'minimax timed out after 300 ms');
-      assert.equal(fake.requestsTo('/v1/t2a_v2').length, 1, 'a POST that may have been acted on is not sent again');
+      await withGateway(gatewayEnv(fake, { timeout_ms: 300, max_wait_ms: 150 }), 'narrator', async (other) => {
+        const hung = await other.failedStatus(await submit(other, SPEECH));
+        assert.equal(hung.message, 'minimax timed out after 300 ms');
+        assert.equal(fake.requestsTo('/v1/t2a_v2').length, 1, 'a POST that may have been acted on is not sent again');
 
-      fake.holding = true;
-      const slow = await failedWith(await submit(other, otherToken, { ...SPEECH, text_file_id: await uploadText(other, otherToken, STORY) }), other, otherToken);
-      assert.match(slow.message, /the upstream task did not finish within/);
+        fake.holding = true;
+        const slow = await other.failedStatus(await submit(other, { ...SPEECH, text_file_id: await storyFile(other) }));
+        assert.match(slow.message, /the upstream task did not finish within/);
+      });
     } finally {
       fake.hangSync = false;
-      await other.close();
     }
   });
-});
 
-describe('minimax adapter across a restart', () => {
-  it('a resumed long-text task polls the task it submitted: one submit', async () => {
-    const fake = await MinimaxUpstream.start(process.env[KEY_ENV]!);
-    const dataDir = tempDataDir();
-    let srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-    try {
-      const token = await srv.tokenFor('narrator');
-      fake.holding = true;
-      const res = await submit(srv, token, { ...SPEECH, text_file_id: await uploadText(srv, token, STORY) }, { 'x-async': '1' });
-      const { task_id: taskId } = (await res.json()) as Json;
-      await eventually('the task polled', () => fake.requestsTo('/v1/query/t2a_async_query_v2').length > 0);
-      await srv.close();
-      fake.holding = false;
-      srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-      const r = await finalRecord(srv, token, taskId);
-      assert.equal(r.queue_status.status, 'success', JSON.stringify(r.queue_status));
-      assert.equal(fake.requestsTo('/v1/t2a_async_v2').length, 1, 'submitted once');
-      assert.equal(fake.requestsTo('/v1/files/upload').length, 1, 'uploaded once');
-    } finally {
-      await srv.close();
-      await fake.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+  it('a long-text task resumed after a restart polls the task it submitted: one upload, one submit', async () => {
+    const { fake } = gateway;
+    fake.holding = true;
+    await assertResumedAfterRestart(gatewayEnv(fake), held(fake), () => fake.requestsTo('/v1/t2a_async_v2').length);
+    assert.equal(fake.requestsTo('/v1/files/upload').length, 1, 'uploaded once');
   });
 });

@@ -1,28 +1,17 @@
-import { after, before, describe, it } from 'node:test';
+import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import sharp from 'sharp';
 import { FakeOpenAiImages } from './fakes/openai-images-upstream.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type Json } from './support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_OPENAI_IMAGES_KEY';
+const API_KEY = 'sk-test-images';
+process.env[KEY_ENV] = API_KEY;
 
-function providerConfig(fake: FakeOpenAiImages, extra: Record<string, unknown> = {}): string {
-  return JSON.stringify({
-    providers: { openai: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, ...extra } },
-  });
-}
+const gatewayEnv = (fake: FakeOpenAiImages, settings: Record<string, unknown> = {}) => providerEnv('openai', fake.url, { api_key_env: KEY_ENV, ...settings });
 
-async function recordOf(srv: TestServer, token: string, taskId: string, predicate: (record: Json) => boolean): Promise<Json> {
-  return eventually(`task ${taskId}`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return predicate(record) ? record : undefined;
-  });
-}
+const succeeded = (record: Json) => record.queue_status.status === 'success';
+const failed = (record: Json) => record.queue_status.status === 'failed';
 
 async function pngDataUri(width: number, height: number, format: 'png' | 'jpeg' = 'png', alpha = false): Promise<string> {
   const image = sharp({ create: { width, height, channels: alpha ? 4 : 3, background: { r: 10, g: 200, b: 30, alpha: alpha ? 0 : 1 } } });
@@ -31,29 +20,12 @@ async function pngDataUri(width: number, height: number, format: 'png' | 'jpeg' 
 }
 
 describe('OpenAI images adapter', () => {
-  let fake: FakeOpenAiImages;
-  let srv: TestServer;
-  let token: string;
-
-  before(async () => {
-    fake = await FakeOpenAiImages.start();
-    process.env[KEY_ENV] = fake.apiKey;
-    srv = await startTestServer({ GENGATE_CONFIG: providerConfig(fake) });
-    token = await srv.tokenFor('painter');
-  });
-
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
-  });
+  const gateway = useProviderGateway({ startFake: () => FakeOpenAiImages.start(API_KEY), env: (fake) => gatewayEnv(fake), userId: 'painter' });
 
   it('generates: the exact JSON body upstream, b64 images as served files, usage and billing', async () => {
+    const { fake, user } = gateway;
     const before = fake.apiRequests.length;
-    const res = await srv.fetch('/v1/images/generations', {
-      method: 'POST',
-      token,
-      json: { model: 'gpt-image-1', prompt: 'a lighthouse at dusk', n: 2, aspect_ratio: '3:2', quality: 'high', output_format: 'webp', seed: 7 },
-    });
+    const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'a lighthouse at dusk', n: 2, aspect_ratio: '3:2', quality: 'high', output_format: 'webp', seed: 7 });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 200, JSON.stringify(body));
     assert.equal(body.status, 'success');
@@ -62,7 +34,7 @@ describe('OpenAI images adapter', () => {
     assert.equal(sent.length, 1);
     assert.equal(sent[0]!.method, 'POST');
     assert.equal(sent[0]!.path, '/v1/images/generations');
-    assert.equal(sent[0]!.headers.authorization, `Bearer ${fake.apiKey}`);
+    assert.equal(sent[0]!.headers.authorization, `Bearer ${API_KEY}`);
     assert.match(String(sent[0]!.headers['content-type']), /^application\/json/);
     // aspect_ratio 3:2 became a size the model takes; seed (not an OpenAI parameter) was dropped.
     assert.deepEqual(sent[0]!.json, { model: 'gpt-image-1', prompt: 'a lighthouse at dusk', n: 2, size: '1536x1024', quality: 'high', output_format: 'webp' });
@@ -76,7 +48,7 @@ describe('OpenAI images adapter', () => {
       assert.deepEqual([meta.format, meta.width, meta.height], ['webp', 1536, 1024]);
     }
     assert.deepEqual(body.mediaSize, { type: 'image', width: 1536, height: 1024, status: 1 });
-    const record = await recordOf(srv, token, body.task_id, (r) => r.queue_status.status === 'success');
+    const record = await user.recordWhen(body.task_id, succeeded);
     assert.deepEqual(record.usage, { total_tokens: 594, input_tokens: 50, output_tokens: 544 });
     assert.equal(record.billings.length, 1);
     assert.equal(record.billings[0].result.token, 594);
@@ -86,11 +58,12 @@ describe('OpenAI images adapter', () => {
   });
 
   it('downloads URL results without the API key and drops an aspect ratio the model has no size for', async () => {
+    const { fake, user } = gateway;
     const image = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } }).png().toBuffer();
     const hosted = fake.host(image, 'dalle-result.png');
     fake.script.push({ status: 200, body: { created: 1, data: [{ url: hosted, revised_prompt: 'a calm sea, detailed' }] } });
     const before = fake.requests.length;
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'a calm sea', aspect_ratio: '16:9' } });
+    const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'a calm sea', aspect_ratio: '16:9' });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 200, JSON.stringify(body));
     const sent = fake.requests.slice(before);
@@ -101,24 +74,21 @@ describe('OpenAI images adapter', () => {
     const served = Buffer.from(await (await fetch(body.data[0].url)).arrayBuffer());
     assert.ok(served.equals(image));
     assert.deepEqual(body.mediaSize, { type: 'image', width: 40, height: 30, status: 1 });
-    const record = await recordOf(srv, token, body.task_id, (r) => r.queue_status.status === 'success');
+    const record = await user.recordWhen(body.task_id, succeeded);
     assert.equal(record.usage, undefined, 'no usage reported, none recorded');
     assert.equal(record.billings[0].result.token, 0);
   });
 
   it('edits: multipart with image[] parts for several images, the mask, and the model fields', async () => {
+    const { fake, user } = gateway;
     const before = fake.apiRequests.length;
-    const res = await srv.fetch('/v1/images/edits', {
-      method: 'POST',
-      token,
-      json: { model: 'gpt-image-1', prompt: 'add a red hat', image: [await pngDataUri(32, 32), await pngDataUri(24, 24, 'jpeg')], mask: await pngDataUri(32, 32, 'png', true), size: '1024x1024', n: 1, seed: 3 },
-    });
+    const res = await user.post('/v1/images/edits', { model: 'gpt-image-1', prompt: 'add a red hat', image: [await pngDataUri(32, 32), await pngDataUri(24, 24, 'jpeg')], mask: await pngDataUri(32, 32, 'png', true), size: '1024x1024', n: 1, seed: 3 });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 200, JSON.stringify(body));
     const sent = fake.apiRequests.slice(before);
     assert.equal(sent.length, 1);
     assert.equal(sent[0]!.path, '/v1/images/edits');
-    assert.equal(sent[0]!.headers.authorization, `Bearer ${fake.apiKey}`);
+    assert.equal(sent[0]!.headers.authorization, `Bearer ${API_KEY}`);
     assert.match(String(sent[0]!.headers['content-type']), /^multipart\/form-data; boundary=/);
     assert.deepEqual(sent[0]!.fields, { model: ['gpt-image-1'], prompt: ['add a red hat'], n: ['1'], size: ['1024x1024'] });
     assert.deepEqual(sent[0]!.files!.map((f) => [f.field, f.fileName, f.type]), [
@@ -128,11 +98,11 @@ describe('OpenAI images adapter', () => {
     ]);
     const mask = await sharp(sent[0]!.files![2]!.data).metadata();
     assert.deepEqual([mask.width, mask.height, mask.hasAlpha], [32, 32, true]);
-    const record = await recordOf(srv, token, body.task_id, (r) => r.queue_status.status === 'success');
+    const record = await user.recordWhen(body.task_id, succeeded);
     assert.deepEqual(record.usage, { total_tokens: 322, input_tokens: 50, output_tokens: 272 });
 
     // One image goes as `image`.
-    const single = await srv.fetch('/v1/images/edits', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'make it blue', image: await pngDataUri(16, 16) } });
+    const single = await user.post('/v1/images/edits', { model: 'gpt-image-1', prompt: 'make it blue', image: await pngDataUri(16, 16) });
     assert.equal(single.status, 200, await single.clone().text());
     const last = fake.apiRequests.at(-1)!;
     assert.deepEqual(last.files!.map((f) => f.field), ['image']);
@@ -140,23 +110,25 @@ describe('OpenAI images adapter', () => {
   });
 
   it('fails the task with the upstream message when OpenAI refuses the request', async () => {
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'tiny', size: '512x512' } });
+    const { user } = gateway;
+    const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'tiny', size: '512x512' });
     const body = (await res.json()) as Json;
     assert.equal(res.status, 502);
     assert.equal(body.error.code, 'task_failed');
     const taskId = body.error.task_id;
-    const record = await recordOf(srv, token, taskId, (r) => r.queue_status.status === 'failed');
+    const record = await user.recordWhen(taskId, failed);
     assert.equal(record.queue_status.message, 'openai answered HTTP 400');
     assert.equal(record.queue_status.original_error_message, "Invalid value: '512x512'. Supported values are: '1024x1024', '1536x1024', '1024x1536', 'auto'.");
   });
 
   it('retries a 429 after its Retry-After and a 503, then succeeds', async () => {
+    const { fake, user } = gateway;
     fake.script.push(
       { status: 429, headers: { 'retry-after': '0' }, body: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded', param: null } } },
       { status: 503, body: { error: { message: 'The server is overloaded', type: 'server_error', param: null, code: null } } },
     );
     const before = fake.apiRequests.length;
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'patience' } });
+    const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'patience' });
     assert.equal(res.status, 200, await res.clone().text());
     const sent = fake.apiRequests.slice(before);
     assert.equal(sent.length, 3);
@@ -164,72 +136,53 @@ describe('OpenAI images adapter', () => {
   });
 
   it('answers 409 task_not_cancellable for a running task of this external API', async () => {
+    const { fake, user } = gateway;
     fake.hold();
     try {
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, headers: { 'x-async': 'true' }, json: { model: 'gpt-image-1', prompt: 'slow art' } });
+      const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'slow art' }, { 'x-async': 'true' });
       const { task_id: taskId } = (await res.json()) as Json;
       await fake.received(fake.apiRequests.length + 1);
-      const cancel = await srv.fetch(`/v1/ai/cancel/${taskId}`, { token });
-      assert.equal(cancel.status, 409);
-      assert.equal(((await cancel.json()) as Json).error.code, 'task_not_cancellable');
+      await user.assertNotCancellable(taskId);
       fake.release();
-      await recordOf(srv, token, taskId, (r) => r.queue_status.status === 'success');
+      await user.recordWhen(taskId, succeeded);
     } finally {
       fake.release();
     }
   });
-});
-
-describe('OpenAI images adapter: timeouts and restarts', () => {
-  let fake: FakeOpenAiImages;
-
-  before(async () => {
-    fake = await FakeOpenAiImages.start();
-    process.env[KEY_ENV] = fake.apiKey;
-  });
-
-  after(async () => {
-    await fake?.close();
-  });
 
   it('fails with a clear message when the upstream does not answer within timeout_ms (not resent)', async () => {
-    const srv = await startTestServer({ GENGATE_CONFIG: providerConfig(fake, { timeout_ms: 300 }) });
+    const { fake } = gateway;
     fake.hold();
     try {
-      const token = await srv.tokenFor('painter');
-      const before = fake.apiRequests.length;
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'never' } });
-      const body = (await res.json()) as Json;
-      assert.equal(res.status, 502);
-      const record = await recordOf(srv, token, body.error.task_id, (r) => r.queue_status.status === 'failed');
-      assert.equal(record.queue_status.message, 'openai timed out after 300 ms');
-      assert.equal(fake.apiRequests.length - before, 1, 'a POST that timed out may have been acted on: it is not sent again');
+      await withGateway(gatewayEnv(fake, { timeout_ms: 300 }), 'painter', async (user) => {
+        const before = fake.apiRequests.length;
+        const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'never' });
+        const body = (await res.json()) as Json;
+        assert.equal(res.status, 502);
+        const record = await user.recordWhen(body.error.task_id, failed);
+        assert.equal(record.queue_status.message, 'openai timed out after 300 ms');
+        assert.equal(fake.apiRequests.length - before, 1, 'a POST that timed out may have been acted on: it is not sent again');
+      });
     } finally {
       fake.release();
-      await srv.close();
     }
   });
 
   it('a run resumed after a restart does not send the request a second time', async () => {
-    const dataDir = tempDataDir();
-    const env = { DATA_DIR: dataDir, GENGATE_CONFIG: providerConfig(fake), TASK_LEASE_MS: '1000' };
-    let srv = await startTestServer(env);
+    const { fake } = gateway;
     fake.hold();
     try {
-      const token = await srv.tokenFor('painter');
-      const before = fake.apiRequests.length;
-      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, headers: { 'x-async': '1' }, json: { model: 'gpt-image-1', prompt: 'interrupted' } });
-      const { task_id: taskId } = (await res.json()) as Json;
-      await fake.received(before + 1);
-      await srv.close();
-      srv = await startTestServer(env);
-      const record = await recordOf(srv, token, taskId, (r) => r.queue_status.status === 'failed');
-      assert.match(record.queue_status.message, /interrupted by a restart; it is not sent again/);
-      assert.equal(fake.apiRequests.length - before, 1, 'one submit upstream');
+      await withRestartingGateway({ ...gatewayEnv(fake), TASK_LEASE_MS: '1000' }, 'painter', async (restarting) => {
+        const before = fake.apiRequests.length;
+        const { task_id: taskId } = await restarting.user.postOk('/v1/images/generations', { model: 'gpt-image-1', prompt: 'interrupted' }, { 'x-async': '1' });
+        await fake.received(before + 1);
+        const user = await restarting.restart();
+        const record = await user.recordWhen(taskId, failed);
+        assert.match(record.queue_status.message, /interrupted by a restart; it is not sent again/);
+        assert.equal(fake.apiRequests.length - before, 1, 'one submit upstream');
+      });
     } finally {
       fake.release();
-      await srv.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
     }
   });
 });

@@ -1,46 +1,15 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import sharp from 'sharp';
-import pino from 'pino';
-import { loadCatalog } from '../src/catalog/catalog.ts';
 import { rodinAdapter } from '../src/providers/rodin/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
 import { FakeRodin, RODIN_KEY } from './fakes/rodin-upstream.ts';
+import {
+  adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 import { runContext } from './support/run-context.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-const catalog = loadCatalog({ config: {} });
-
-function engineFor(fake: FakeRodin): GenerationEngine {
-  return rodinAdapter({
-    provider: 'rodin',
-    settings: {},
-    baseURL: fake.baseUrl,
-    apiKey: RODIN_KEY,
-    client: { provider: 'rodin', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
-    pollIntervalMs: 5,
-    maxWaitMs: 10_000,
-    fetch,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-let seq = 0;
-function job(alias: string, endpoint: string, input: Record<string, unknown>): GenerationJob {
-  const model = catalog.find(alias);
-  assert.ok(model, alias);
-  return { taskId: `task-${++seq}`, ownerId: 'u1', endpoint, model, input, attempt: 1 };
-}
-
-async function run(engine: GenerationEngine, j: GenerationJob, ctx = runContext()) {
-  await engine.check?.(j);
-  return engine.run(j, ctx);
-}
+const engineFor = (fake: FakeRodin): GenerationEngine => adapterEngine(rodinAdapter, 'rodin', fake.baseUrl, RODIN_KEY);
 
 const image = (name: string) => ({ data: Buffer.from(`bytes of ${name}`), mimeType: 'image/png', fileName: `${name}.png` });
 
@@ -116,58 +85,39 @@ describe('Rodin adapter: requests and results', () => {
   it('refuses what Rodin cannot take before sending anything', () => {
     assert.throws(() => engine.check!(job('rodin-gen2-medium', 'mesh3d.edit.convert', {})), TaskRejectedError);
     assert.throws(() => engine.check!(job('rodin-gen2-medium', 'mesh3d.generate.text', { prompt: 'x', seed: 70000 })), /seed from 0 to 65535/);
-    const odd = job('rodin-gen2-medium', 'mesh3d.generate.text', { prompt: 'x' });
-    odd.model = { ...odd.model, defaultRealModelName: 'Gen-2/extra-high' };
-    assert.throws(() => engine.check!(odd), /Rodin has no model for Gen-2\/extra-high/);
+    assert.throws(() => engine.check!(job('rodin-gen2-medium', 'mesh3d.generate.text', { prompt: 'x' }, 'Gen-2/extra-high')), /Rodin has no model for Gen-2\/extra-high/);
   });
 });
 
 // ---- through the gateway over HTTP ----
 
 const KEY_ENV = 'GENGATE_TEST_RODIN_KEY';
-const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+process.env[KEY_ENV] = RODIN_KEY;
 
-function gatewayEnv(fake: FakeRodin, rodin: Record<string, unknown> = {}): Record<string, string> {
-  return { GENGATE_CONFIG: JSON.stringify({ providers: { rodin: { base_url: fake.baseUrl, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...rodin } } }) };
-}
+const gatewayEnv = (fake: FakeRodin, rodin: Record<string, unknown> = {}) => providerEnv('rodin', fake.baseUrl, { api_key_env: KEY_ENV, ...rodin });
 
-async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
-  const res = await srv.fetch(path, { method: 'POST', token, json: body });
-  const json = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(json));
-  return json;
-}
-
-async function settled(srv: TestServer, token: string, taskId: string, statuses = TERMINAL): Promise<Json> {
-  return eventually(`task ${taskId} in ${statuses.join('/')}`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return statuses.includes(record.queue_status?.status) ? record.queue_status : undefined;
-  }, 20_000);
+/** A text generation Rodin keeps generating until the test finishes it: the first task made from now on. */
+function held(fake: FakeRodin, model: string, prompt: string): HeldTask {
+  const known = fake.tasks.size;
+  return {
+    path: '/v1/mesh3d/generate/text',
+    body: () => ({ model, prompt }),
+    polled: () => {
+      const task = [...fake.tasks.values()][known];
+      return task && task.polls > 0 && task.uuid;
+    },
+    finish: (uuid) => fake.finish(uuid),
+  };
 }
 
 describe('Rodin through the gateway', () => {
-  let fake: FakeRodin;
-  let srv: TestServer;
-  let token: string;
-  before(async () => {
-    process.env[KEY_ENV] = RODIN_KEY;
-    fake = await FakeRodin.start();
-    srv = await startTestServer(gatewayEnv(fake));
-    token = await srv.tokenFor('sculptor');
-  });
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
-  });
+  const gateway = useProviderGateway({ startFake: FakeRodin.start, env: (fake) => gatewayEnv(fake), userId: 'sculptor' });
 
   it('image generation: the uploaded picture and fields sent, a successful record with model and preview', async () => {
-    const upload = new FormData();
-    upload.append('file', new Blob([new Uint8Array(await sharp({ create: { width: 300, height: 300, channels: 3, background: '#468' } }).png().toBuffer())], { type: 'image/png' }), 'vase.png');
-    const uploaded = (await (await srv.fetch('/v1/files/upload', { method: 'POST', token, body: upload })).json()) as Json;
-    const url = uploaded.data?.url ?? uploaded.url;
-    assert.ok(url, JSON.stringify(uploaded));
-    const reply = await post(srv, token, '/v1/mesh3d/generate/image', { model: 'rodin-gen2-medium', file: { url }, topology: 'quad', face_limit: 8000, t_pose: true });
-    const record = await settled(srv, token, reply.task_id);
+    const { fake, user } = gateway;
+    const url = await user.upload(await sharp({ create: { width: 300, height: 300, channels: 3, background: '#468' } }).png().toBuffer(), 'vase.png', 'image/png');
+    const reply = await user.postOk('/v1/mesh3d/generate/image', { model: 'rodin-gen2-medium', file: { url }, topology: 'quad', face_limit: 8000, t_pose: true });
+    const record = await user.settledStatus(reply.task_id);
     assert.equal(record.status, 'success', JSON.stringify(record));
     const sent = fake.submits.at(-1)!;
     assert.deepEqual(sent.fields, [['tier', 'Gen-2'], ['geometry_file_format', 'glb'], ['quality', 'medium'], ['mesh_mode', 'Quad'], ['quality_override', '8000'], ['TAPose', 'true']]);
@@ -180,72 +130,37 @@ describe('Rodin through the gateway', () => {
   });
 
   it('a failed job ends the task failed; a 503 on the status query is retried', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'failed' }, { outcome: 'success', runningPolls: 1 }];
-    const failed = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a cracked bell' });
-    const record = await settled(srv, token, failed.task_id);
+    const failed = await user.postOk('/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a cracked bell' });
+    const record = await user.settledStatus(failed.task_id);
     assert.equal(record.status, 'failed');
     assert.equal(record.message, 'Rodin generation failed');
     assert.equal(record.original_error_message, 'job statuses: Done, Failed');
 
     fake.inject('POST', '/api/v2/status', { status: 503, body: { error: 'SERVICE_UNAVAILABLE' } });
-    const retried = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a bell' });
-    assert.equal((await settled(srv, token, retried.task_id)).status, 'success');
+    const retried = await user.postOk('/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'a bell' });
+    assert.equal((await user.settledStatus(retried.task_id)).status, 'success');
     const task = [...fake.tasks.values()].at(-1)!;
     const statusCalls = fake.requests.filter((r) => r.path === '/api/v2/status' && (r.json as Json)?.subscription_key === task.subscriptionKey).length;
     assert.equal(statusCalls, task.polls + 1, 'the status query answered 503 was sent again');
   });
 
   it('cancel answers 409 task_not_cancellable', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-low', prompt: 'slow bell' });
-    await settled(srv, token, reply.task_id, ['process']);
-    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
-    assert.equal(res.status, 409);
-    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
-    fake.finish([...fake.tasks.keys()].at(-1)!);
-    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake, 'rodin-gen2.5-low', 'slow bell'));
   });
-});
-
-describe('Rodin through the gateway: waiting limits and restarts', () => {
-  let fake: FakeRodin;
-  before(async () => {
-    process.env[KEY_ENV] = RODIN_KEY;
-    fake = await FakeRodin.start();
-  });
-  after(() => fake.close());
 
   it('max_wait_ms fails a task still generating', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
-    try {
-      const token = await srv.tokenFor('waiter');
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2-low', prompt: 'forever' });
-      const record = await settled(srv, token, reply.task_id);
-      assert.equal(record.status, 'failed');
-      assert.equal(record.message, 'the upstream task did not finish within 1 s');
-    } finally {
-      await srv.close();
-    }
+    await assertWaitLimited((limit) => gatewayEnv(fake, limit), '/v1/mesh3d/generate/text', { model: 'rodin-gen2-low', prompt: 'forever' });
   });
 
   it('a restart resumes polling the same Rodin task: one submit', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
-    let srv = await startTestServer(env);
-    try {
-      const token = await srv.tokenFor('restarter');
-      const before = fake.submits.length;
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2-low', prompt: 'survive' });
-      const task = await eventually('the status polled', () => { const newest = [...fake.tasks.values()].at(-1); return fake.submits.length > before && newest!.polls > 0 && newest; });
-      await srv.close();
-      fake.finish(task.uuid);
-      srv = await startTestServer(env);
-      assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
-      assert.equal(fake.submits.length - before, 1, 'submitted once');
-    } finally {
-      await srv.close();
-      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
-    }
+    await assertResumedAfterRestart({ ...gatewayEnv(fake), TASK_LEASE_MS: '300' }, held(fake, 'rodin-gen2-low', 'survive'), () => fake.submits.length);
   });
 });

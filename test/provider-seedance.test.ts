@@ -1,68 +1,38 @@
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import sharp from 'sharp';
 import { ArkUpstream, VIDEO_SIZE, VIDEO_TOKENS } from './fakes/ark-upstream.ts';
 import { download } from './support/audio.ts';
 import { audioStream, ffprobe, videoStream } from './support/media.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import {
+  assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_ARK_KEY';
 process.env[KEY_ENV] = 'ark-secret-key';
 
 const TEXT_TO_VIDEO = { model: 'seedance-1.0-pro', content: [{ type: 'text', text: 'A red kite over the dunes at dusk' }] };
 
-function gengateEnv(fake: ArkUpstream, settings: Record<string, unknown> = {}, env: Record<string, string> = {}): Record<string, string> {
-  return {
-    ...env,
-    GENGATE_CONFIG: JSON.stringify({
-      providers: {
-        volcengine: { base_url: `${fake.url}/api/v3`, api_key_env: KEY_ENV, poll_interval_ms: 10, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, ...settings },
-      },
-    }),
-  };
-}
+const gatewayEnv = (fake: ArkUpstream, settings: Record<string, unknown> = {}) => providerEnv('volcengine', `${fake.url}/api/v3`, { api_key_env: KEY_ENV, ...settings });
 
-function submit(srv: TestServer, token: string, body: Json, headers: Record<string, string> = {}): Promise<Response> {
-  return srv.fetch('/v1/video/generations', { method: 'POST', token, json: body, headers });
-}
+const submit = (user: GatewayUser, body: Json, headers: Record<string, string> = {}) => user.post('/v1/video/generations', body, headers);
 
-async function record(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  const res = await srv.fetch(`/v1/ai/result/${taskId}`, { token });
-  assert.equal(res.status, 200);
-  return res.json();
-}
-
-function finalRecord(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  return eventually(`task ${taskId} to end`, async () => {
-    const r = await record(srv, token, taskId);
-    return ['success', 'failed', 'rejected', 'cancelled'].includes(r.queue_status.status) ? r : undefined;
-  });
-}
+/** A text-to-video task Ark keeps queued while the fake is holding. */
+const held = (fake: ArkUpstream): HeldTask => ({
+  path: '/v1/video/generations',
+  body: () => TEXT_TO_VIDEO,
+  polled: () => fake.queries.length > 0 && [...fake.tasks.keys()].at(-1),
+  finish: () => void (fake.holding = false),
+});
 
 async function png(colour: string): Promise<Buffer> {
   return sharp({ create: { width: 320, height: 320, channels: 3, background: colour } }).png().toBuffer();
 }
 
 describe('seedance (volcengine ark) adapter', () => {
-  let fake: ArkUpstream;
-  let srv: TestServer;
-  let token: string;
-
-  before(async () => {
-    fake = await ArkUpstream.start(process.env[KEY_ENV]!);
-    srv = await startTestServer(gengateEnv(fake));
-    token = await srv.tokenFor('director');
-  });
-  after(async () => {
-    await srv.close();
-    await fake.close();
-  });
+  const gateway = useProviderGateway({ startFake: () => ArkUpstream.start(process.env[KEY_ENV]!), env: (fake) => gatewayEnv(fake), userId: 'director' });
   beforeEach(() => {
+    const { fake } = gateway;
     fake.requests.length = 0;
     fake.statuses = ['queued', 'running', 'succeeded'];
     fake.holding = false;
@@ -70,7 +40,8 @@ describe('seedance (volcengine ark) adapter', () => {
   });
 
   it('text to video: settings as task fields, polled to succeeded, the MP4 probed and usage billed', async () => {
-    const res = await submit(srv, token, { ...TEXT_TO_VIDEO, resolution: '1080p', aspect_ratio: '16:9', duration: 10, seed: 42, camerafixed: true, negative_prompt: 'blur', framespersecond: 24 });
+    const { fake, user } = gateway;
+    const res = await submit(user, { ...TEXT_TO_VIDEO, resolution: '1080p', aspect_ratio: '16:9', duration: 10, seed: 42, camerafixed: true, negative_prompt: 'blur', framespersecond: 24 });
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     assert.equal(draw.type, 'video');
@@ -110,22 +81,21 @@ describe('seedance (volcengine ark) adapter', () => {
     assert.equal(videoStream(probed)!.codec_name, 'h264');
     assert.equal(audioStream(probed), undefined);
 
-    const r = await record(srv, token, draw.task_id);
+    const r = await user.record(draw.task_id);
     assert.deepEqual(r.usage, { input_tokens: 0, output_tokens: VIDEO_TOKENS, total_tokens: VIDEO_TOKENS });
     assert.equal(r.billings[0].result.token, VIDEO_TOKENS);
     assert.deepEqual(r.billings[0].billing_model, { name: 'seedance-1.0-pro', real_model: 'doubao-seedance-1-0-pro-250528' });
   });
 
   it('image to video: frames keep their roles, data URIs are published, an uploaded URL goes as it is', async () => {
-    const form = new FormData();
-    form.append('file', new Blob([new Uint8Array(await png('#ff0000'))], { type: 'image/png' }), 'first.png');
-    const uploaded: Json = await (await srv.fetch('/v1/files/upload', { method: 'POST', token, body: form })).json();
+    const { fake, user } = gateway;
+    const first = await user.upload(await png('#ff0000'), 'first.png', 'image/png');
     const last = await png('#0000ff');
-    const res = await submit(srv, token, {
+    const res = await submit(user, {
       model: 'seedance-1.0-pro',
       content: [
         { type: 'text', text: 'The colour drains away' },
-        { type: 'image_url', image_url: { url: uploaded.data.url }, role: 'first_frame' },
+        { type: 'image_url', image_url: { url: first }, role: 'first_frame' },
         { type: 'image_url', image_url: { url: `data:image/png;base64,${last.toString('base64')}` }, role: 'last_frame' },
       ],
       audio: true,
@@ -136,9 +106,9 @@ describe('seedance (volcengine ark) adapter', () => {
     assert.equal(body.ratio, 'adaptive', 'adaptive follows the first frame');
     assert.equal(body.generate_audio, true);
     assert.deepEqual(body.content[0], { type: 'text', text: 'The colour drains away' });
-    assert.deepEqual(body.content[1], { type: 'image_url', image_url: { url: uploaded.data.url }, role: 'first_frame' });
+    assert.deepEqual(body.content[1], { type: 'image_url', image_url: { url: first }, role: 'first_frame' });
     assert.equal(body.content[2].role, 'last_frame');
-    assert.match(body.content[2].image_url.url, new RegExp(`^${srv.url}/files/`));
+    assert.match(body.content[2].image_url.url, new RegExp(`^${user.srv.url}/files/`));
     const published = await download(body.content[2].image_url.url);
     assert.ok(published.data.equals(last), 'the published URL serves the data URI bytes');
     assert.equal(draw.output_content[0].has_audio, true);
@@ -146,21 +116,20 @@ describe('seedance (volcengine ark) adapter', () => {
   });
 
   it('options.parameter_style "flags" writes the settings into the prompt', async () => {
-    const other = await startTestServer(gengateEnv(fake, { options: { parameter_style: 'flags', callback_url: 'https://hooks.example.com/ark' } }));
-    try {
-      const res = await submit(other, await other.tokenFor('director'), { ...TEXT_TO_VIDEO, duration: 5, seed: 7 });
+    const { fake } = gateway;
+    await withGateway(gatewayEnv(fake, { options: { parameter_style: 'flags', callback_url: 'https://hooks.example.com/ark' } }), 'director', async (other) => {
+      const res = await submit(other, { ...TEXT_TO_VIDEO, duration: 5, seed: 7 });
       assert.equal(res.status, 200, await res.clone().text());
-      assert.deepEqual(fake.creates[0]!.json, {
-        model: 'doubao-seedance-1-0-pro-250528',
-        content: [{ type: 'text', text: 'A red kite over the dunes at dusk --rs 720p --dur 5 --seed 7 --cf false --wm false' }],
-        callback_url: 'https://hooks.example.com/ark',
-      });
-    } finally {
-      await other.close();
-    }
+    });
+    assert.deepEqual(fake.creates[0]!.json, {
+      model: 'doubao-seedance-1-0-pro-250528',
+      content: [{ type: 'text', text: 'A red kite over the dunes at dusk --rs 720p --dur 5 --seed 7 --cf false --wm false' }],
+      callback_url: 'https://hooks.example.com/ark',
+    });
   });
 
   it('refuses what Seedance cannot do before anything is sent', async () => {
+    const { fake, user } = gateway;
     const reference = `data:image/png;base64,${(await png('#00ff00')).toString('base64')}`;
     const cases: [Json, RegExp][] = [
       [{ ...TEXT_TO_VIDEO, resolution: '1440p' }, /480p, 720p or 1080p, not 1440p/],
@@ -170,87 +139,53 @@ describe('seedance (volcengine ark) adapter', () => {
       [{ model: 'seedance-1.0-lite-i2v', content: [{ type: 'image_url', image_url: { url: reference }, role: 'first_frame' }, { type: 'image_url', image_url: { url: reference }, role: 'reference' }] }, /cannot mix first\/last frames with reference/],
       [{ model: 'seedance-1.0-pro', content: [{ type: 'image_url', image_url: { url: reference }, role: 'digital_human_frame' }] }, /cannot take an image with role digital_human_frame \(content\[0\]\)/],
     ];
-    for (const [body, message] of cases) {
-      const res = await submit(srv, token, body);
-      const err: Json = await res.json();
-      assert.equal(res.status, 422, JSON.stringify(err));
-      assert.equal(err.error.code, 'task_rejected');
-      assert.match(err.error.message, message);
-    }
+    for (const [body, message] of cases) await user.assertRejected(await submit(user, body), message);
     assert.equal(fake.creates.length, 0);
   });
 
   it('Seedream images are refused on this adapter, saying so', async () => {
-    const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'seedream-4.0', prompt: 'a lighthouse' } });
+    const { user } = gateway;
+    const res = await user.post('/v1/images/generations', { model: 'seedream-4.0', prompt: 'a lighthouse' });
     const err: Json = await res.json();
     assert.equal(res.status, 422, JSON.stringify(err));
     assert.match(err.error.message, /Seedream image generation through Ark is not supported/);
   });
 
   it('a failed task fails with the upstream error code and message', async () => {
+    const { fake, user } = gateway;
     fake.statuses = ['queued', 'running', 'failed'];
-    const res = await submit(srv, token, TEXT_TO_VIDEO);
-    const err: Json = await res.json();
-    assert.equal(res.status, 502);
-    const q = (await record(srv, token, err.error.task_id)).queue_status;
-    assert.equal(q.status, 'failed');
+    const res = await submit(user, TEXT_TO_VIDEO);
+    const q = await user.failedStatus(res);
     assert.equal(q.message, 'seedance video task failed (OutputVideoSensitiveContentDetected)');
     assert.equal(q.original_error_message, fake.failure.message);
   });
 
   it('retries a 429 and a 500 on create, then succeeds with one task', async () => {
+    const { fake, user } = gateway;
     fake.createErrors = [429, 500];
-    const res = await submit(srv, token, TEXT_TO_VIDEO);
+    const res = await submit(user, TEXT_TO_VIDEO);
     assert.equal(res.status, 200, await res.clone().text());
     assert.equal(fake.creates.length, 3);
     assert.equal(fake.tasks.size > 0, true);
   });
 
   it('external API tasks cannot be cancelled; a task past max_wait_ms fails', async () => {
+    const { fake, user } = gateway;
     fake.holding = true;
-    const res = await submit(srv, token, TEXT_TO_VIDEO, { 'x-async': '1' });
-    const { task_id: taskId } = (await res.json()) as Json;
-    await eventually('the task polled', () => fake.queries.length > 0);
-    const cancel = await srv.fetch(`/v1/ai/cancel/${taskId}`, { token });
-    assert.equal(cancel.status, 409);
-    assert.equal(((await cancel.json()) as Json).error.code, 'task_not_cancellable');
-    fake.holding = false;
-    assert.equal((await finalRecord(srv, token, taskId)).queue_status.status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake));
 
-    const other = await startTestServer(gengateEnv(fake, { max_wait_ms: 150 }));
-    try {
-      fake.holding = true;
-      const slow = await submit(other, await other.tokenFor('director'), TEXT_TO_VIDEO);
+    fake.holding = true;
+    await withGateway(gatewayEnv(fake, { max_wait_ms: 150 }), 'director', async (other) => {
+      const slow = await submit(other, TEXT_TO_VIDEO);
       const err: Json = await slow.json();
       assert.equal(slow.status, 502);
       assert.match(err.error.message, /the upstream task did not finish within/);
-    } finally {
-      await other.close();
-    }
+    });
   });
-});
 
-describe('seedance adapter across a restart', () => {
-  it('a resumed task polls the task it created: one create', async () => {
-    const fake = await ArkUpstream.start(process.env[KEY_ENV]!);
-    const dataDir = tempDataDir();
-    let srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-    try {
-      const token = await srv.tokenFor('director');
-      fake.holding = true;
-      const res = await submit(srv, token, TEXT_TO_VIDEO, { 'x-async': '1' });
-      const { task_id: taskId } = (await res.json()) as Json;
-      await eventually('the task polled', () => fake.queries.length > 0);
-      await srv.close();
-      fake.holding = false;
-      srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-      const r = await finalRecord(srv, token, taskId);
-      assert.equal(r.queue_status.status, 'success', JSON.stringify(r.queue_status));
-      assert.equal(fake.creates.length, 1, 'created once');
-    } finally {
-      await srv.close();
-      await fake.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+  it('a task resumed after a restart polls the task it created: one create', async () => {
+    const { fake } = gateway;
+    fake.holding = true;
+    await assertResumedAfterRestart(gatewayEnv(fake), held(fake), () => fake.creates.length);
   });
 });

@@ -1,15 +1,12 @@
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
 import sharp from 'sharp';
 import { PLACEHOLDER_CALLBACK_URL } from '../src/providers/suno/adapter.ts';
 import { SunoUpstream, TRACK_SECONDS } from './fakes/suno-upstream.ts';
 import { audioMetadata, download } from './support/audio.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
+import {
+  assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_SUNO_KEY';
 const WRONG_KEY_ENV = 'GENGATE_TEST_SUNO_WRONG_KEY';
@@ -29,49 +26,22 @@ const CUSTOM_SONG = {
   audioWeight: 0.5,
 };
 
-function gengateEnv(fake: SunoUpstream, settings: Record<string, unknown> = {}, env: Record<string, string> = {}): Record<string, string> {
-  return {
-    ...env,
-    GENGATE_CONFIG: JSON.stringify({
-      providers: {
-        suno: { base_url: fake.url, api_key_env: KEY_ENV, poll_interval_ms: 10, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, ...settings },
-      },
-    }),
-  };
-}
+const gatewayEnv = (fake: SunoUpstream, settings: Record<string, unknown> = {}) => providerEnv('suno', fake.url, { api_key_env: KEY_ENV, ...settings });
 
-function submit(srv: TestServer, token: string, body: Json, headers: Record<string, string> = {}): Promise<Response> {
-  return srv.fetch('/v1/song/generations', { method: 'POST', token, json: body, headers });
-}
+const submit = (user: GatewayUser, body: Json, headers: Record<string, string> = {}) => user.post('/v1/song/generations', body, headers);
 
-async function record(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  const res = await srv.fetch(`/v1/ai/result/${taskId}`, { token });
-  assert.equal(res.status, 200);
-  return res.json();
-}
-
-async function finalRecord(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  return eventually(`task ${taskId} to end`, async () => {
-    const r = await record(srv, token, taskId);
-    return ['success', 'failed', 'rejected', 'cancelled'].includes(r.queue_status.status) ? r : undefined;
-  });
-}
+/** A custom-mode song Suno keeps PENDING while the fake is holding. */
+const held = (fake: SunoUpstream): HeldTask => ({
+  path: '/v1/song/generations',
+  body: () => CUSTOM_SONG,
+  polled: () => fake.requestsTo('/api/v1/generate/record-info').length > 0 && [...fake.tasks.keys()].at(-1),
+  finish: () => void (fake.holding = false),
+});
 
 describe('suno adapter', () => {
-  let fake: SunoUpstream;
-  let srv: TestServer;
-  let token: string;
-
-  before(async () => {
-    fake = await SunoUpstream.start(process.env[KEY_ENV]!);
-    srv = await startTestServer(gengateEnv(fake));
-    token = await srv.tokenFor('composer');
-  });
-  after(async () => {
-    await srv.close();
-    await fake.close();
-  });
+  const gateway = useProviderGateway({ startFake: () => SunoUpstream.start(process.env[KEY_ENV]!), env: (fake) => gatewayEnv(fake), userId: 'composer' });
   beforeEach(() => {
+    const { fake } = gateway;
     fake.requests.length = 0;
     fake.statuses = ['PENDING', 'TEXT_SUCCESS', 'FIRST_SUCCESS', 'SUCCESS'];
     fake.generateErrors = [];
@@ -79,7 +49,8 @@ describe('suno adapter', () => {
   });
 
   it('custom mode: sends the renamed fields, polls to SUCCESS and serves both tracks and covers', async () => {
-    const res = await submit(srv, token, CUSTOM_SONG);
+    const { fake, user } = gateway;
+    const res = await submit(user, CUSTOM_SONG);
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     assert.equal(draw.status, 'success');
@@ -127,7 +98,7 @@ describe('suno adapter', () => {
     assert.equal(cover.contentType, 'image/png');
     assert.equal((await sharp(cover.data).metadata()).width, 16);
 
-    const r = await record(srv, token, draw.task_id);
+    const r = await user.record(draw.task_id);
     assert.equal(r.queue_status.status, 'success');
     assert.equal(r.queue_status.progress, 100);
     assert.equal(r.billings.length, 1);
@@ -137,7 +108,8 @@ describe('suno adapter', () => {
   });
 
   it('description mode sends only what the upstream reads there', async () => {
-    const res = await submit(srv, token, { model: 'suno-v5', prompt: 'a calm piano piece for a rainy morning', tags: 'piano', negativeTags: '', makeInstrumental: true, vocalGender: 'm', title: 'Rain' });
+    const { fake, user } = gateway;
+    const res = await submit(user, { model: 'suno-v5', prompt: 'a calm piano piece for a rainy morning', tags: 'piano', negativeTags: '', makeInstrumental: true, vocalGender: 'm', title: 'Rain' });
     assert.equal(res.status, 200, await res.clone().text());
     assert.deepEqual(fake.requestsTo('/api/v1/generate')[0]!.json, {
       customMode: false,
@@ -149,37 +121,29 @@ describe('suno adapter', () => {
   });
 
   it('refuses what the upstream would refuse before sending anything', async () => {
+    const { fake, user } = gateway;
     const cases: [Json, RegExp][] = [
       [{ ...CUSTOM_SONG, title: undefined }, /custom mode needs a non-empty title/],
       [{ ...CUSTOM_SONG, title: 'x'.repeat(101) }, /title is 101 characters; V4_5 takes at most 100/],
       [{ ...CUSTOM_SONG, customMode: false, prompt: 'y'.repeat(501) }, /at most 500/],
     ];
-    for (const [body, message] of cases) {
-      const res = await submit(srv, token, body);
-      const err: Json = await res.json();
-      assert.equal(res.status, 422, JSON.stringify(err));
-      assert.equal(err.error.code, 'task_rejected');
-      assert.match(err.error.message, message);
-      assert.equal((await record(srv, token, err.error.task_id)).queue_status.status, 'rejected');
-    }
+    for (const [body, message] of cases) await user.assertRejected(await submit(user, body), message);
     assert.equal(fake.requestsTo('/api/v1/generate').length, 0);
   });
 
   it('a failure status fails the task with the upstream message', async () => {
+    const { fake, user } = gateway;
     fake.statuses = ['PENDING', 'SENSITIVE_WORD_ERROR'];
-    const res = await submit(srv, token, CUSTOM_SONG);
-    const err: Json = await res.json();
-    assert.equal(res.status, 502, JSON.stringify(err));
-    assert.equal(err.error.code, 'task_failed');
-    const q = (await record(srv, token, err.error.task_id)).queue_status;
-    assert.equal(q.status, 'failed');
+    const res = await submit(user, CUSTOM_SONG);
+    const q = await user.failedStatus(res);
     assert.equal(q.message, 'suno refused the request for sensitive words');
     assert.equal(q.original_error_message, 'Song description contains artist name: Taylor Swift (errorCode 413)');
   });
 
   it('retries a 429 and a 503 on submit, then succeeds with one task', async () => {
+    const { fake, user } = gateway;
     fake.generateErrors = [429, 503];
-    const res = await submit(srv, token, CUSTOM_SONG);
+    const res = await submit(user, CUSTOM_SONG);
     assert.equal(res.status, 200, await res.clone().text());
     const submits = fake.requestsTo('/api/v1/generate');
     assert.equal(submits.length, 3);
@@ -187,67 +151,38 @@ describe('suno adapter', () => {
   });
 
   it('external API tasks cannot be cancelled', async () => {
+    const { fake, user } = gateway;
     fake.holding = true;
-    const res = await submit(srv, token, CUSTOM_SONG, { 'x-async': '1' });
-    const { task_id: taskId } = (await res.json()) as Json;
-    await eventually('the upstream polled', () => fake.requestsTo('/api/v1/generate/record-info').length > 0);
-    const cancel = await srv.fetch(`/v1/ai/cancel/${taskId}`, { token });
-    assert.equal(cancel.status, 409);
-    assert.equal(((await cancel.json()) as Json).error.code, 'task_not_cancellable');
-    fake.holding = false;
-    assert.equal((await finalRecord(srv, token, taskId)).queue_status.status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake));
   });
 
   it('a wrong key: the upstream 401 fails the task with its text', async () => {
-    const other = await startTestServer(gengateEnv(fake, { api_key_env: WRONG_KEY_ENV }));
-    try {
-      const res = await submit(other, await other.tokenFor('composer'), CUSTOM_SONG);
+    const { fake } = gateway;
+    await withGateway(gatewayEnv(fake, { api_key_env: WRONG_KEY_ENV }), 'composer', async (other) => {
+      const res = await submit(other, CUSTOM_SONG);
       const err: Json = await res.json();
       assert.equal(res.status, 502);
-      assert.equal(fake.requestsTo('/api/v1/generate')[0]!.headers.authorization, 'Bearer not-the-key');
       assert.match(err.error.message, /You do not have access permissions/);
-    } finally {
-      await other.close();
-    }
+    });
+    assert.equal(fake.requestsTo('/api/v1/generate')[0]!.headers.authorization, 'Bearer not-the-key');
   });
 
   it('options.callback_url is sent as callBackUrl; a task running past max_wait_ms fails', async () => {
-    const other = await startTestServer(gengateEnv(fake, { max_wait_ms: 150, options: { callback_url: 'https://hooks.example.com/suno' } }));
-    try {
-      fake.holding = true;
-      const res = await submit(other, await other.tokenFor('composer'), CUSTOM_SONG);
+    const { fake } = gateway;
+    fake.holding = true;
+    await withGateway(gatewayEnv(fake, { max_wait_ms: 150, options: { callback_url: 'https://hooks.example.com/suno' } }), 'composer', async (other) => {
+      const res = await submit(other, CUSTOM_SONG);
       const err: Json = await res.json();
       assert.equal(res.status, 502);
       assert.match(err.error.message, /did not finish within/);
-      assert.equal((fake.requestsTo('/api/v1/generate')[0]!.json as Json).callBackUrl, 'https://hooks.example.com/suno');
-    } finally {
-      await other.close();
-    }
+    });
+    assert.equal((fake.requestsTo('/api/v1/generate')[0]!.json as Json).callBackUrl, 'https://hooks.example.com/suno');
   });
-});
 
-describe('suno adapter across a restart', () => {
-  it('a resumed task polls the upstream task it submitted: one submit', async () => {
-    const fake = await SunoUpstream.start(process.env[KEY_ENV]!);
-    const dataDir = tempDataDir();
-    let srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-    try {
-      const token = await srv.tokenFor('composer');
-      fake.holding = true;
-      const res = await submit(srv, token, CUSTOM_SONG, { 'x-async': '1' });
-      const { task_id: taskId } = (await res.json()) as Json;
-      await eventually('the upstream polled', () => fake.requestsTo('/api/v1/generate/record-info').length > 0);
-      await srv.close();
-      fake.holding = false;
-      srv = await startTestServer(gengateEnv(fake, {}, { DATA_DIR: dataDir }));
-      const r = await finalRecord(srv, token, taskId);
-      assert.equal(r.queue_status.status, 'success', JSON.stringify(r.queue_status));
-      assert.equal(fake.requestsTo('/api/v1/generate').length, 1, 'submitted once');
-      assert.equal(r.queue_status.output_content.filter((o: Json) => o.type === 'audio').length, 2);
-    } finally {
-      await srv.close();
-      await fake.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+  it('a task resumed after a restart polls the upstream task it submitted: one submit', async () => {
+    const { fake } = gateway;
+    fake.holding = true;
+    const status = await assertResumedAfterRestart(gatewayEnv(fake), held(fake), () => fake.requestsTo('/api/v1/generate').length);
+    assert.equal(status.output_content.filter((o: Json) => o.type === 'audio').length, 2);
   });
 });

@@ -1,52 +1,22 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import fs from 'node:fs';
-import pino from 'pino';
 import { NodeIO } from '@gltf-transform/core';
-import { loadCatalog } from '../src/catalog/catalog.ts';
 import { tripoAdapter } from '../src/providers/tripo/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob } from '../src/providers/spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
 import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY } from './fakes/tripo-upstream.ts';
 import { sampleGlb } from './fakes/upstream-media.ts';
+import {
+  adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 import { runContext } from './support/run-context.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
 
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
-
-const catalog = loadCatalog({ config: {} });
 const PNG_URL = 'https://images.example/cat.png';
 
-function engineFor(fake: FakeTripo, overrides: { maxWaitMs?: number } = {}): GenerationEngine {
-  return tripoAdapter({
-    provider: 'tripo',
-    settings: {},
-    baseURL: fake.baseUrl,
-    apiKey: TRIPO_KEY,
-    client: { provider: 'tripo', timeoutMs: 5_000, concurrency: 4, retry: { attempts: 2, baseDelayMs: 5, maxDelayMs: 20 } },
-    pollIntervalMs: 5,
-    maxWaitMs: overrides.maxWaitMs ?? 10_000,
-    fetch,
-    logger: pino({ level: 'silent' }),
-  });
-}
-
-let seq = 0;
-function job(alias: string, endpoint: string, input: Record<string, unknown>): GenerationJob {
-  const model = catalog.find(alias);
-  assert.ok(model, alias);
-  return { taskId: `task-${++seq}`, ownerId: 'u1', endpoint, model, input, attempt: 1 };
-}
+const engineFor = (fake: FakeTripo): GenerationEngine => adapterEngine(tripoAdapter, 'tripo', fake.baseUrl, TRIPO_KEY);
 
 /** The input of an edit of a history whose task ran on `provider` as upstream task `taskId`. */
 function editSource(taskId: string | undefined, provider = 'tripo', model = 'blake3:' + 'a'.repeat(64)) {
   return { history_id: 'hist_1', operation: 'text', model, ...(taskId ? { upstream: { upstream: { provider, task_id: taskId } } } : {}) };
-}
-
-async function run(engine: GenerationEngine, j: GenerationJob, ctx = runContext()) {
-  await engine.check?.(j);
-  return engine.run(j, ctx);
 }
 
 describe('Tripo adapter: requests and results', () => {
@@ -127,9 +97,7 @@ describe('Tripo adapter: requests and results', () => {
   });
 
   it('a refused submit fails with Tripo\'s message and suggestion', async () => {
-    const bad = job('tripo-v3.1', 'mesh3d.generate.text', { prompt: 'x' });
-    bad.model = { ...bad.model, defaultRealModelName: 'v9.9' };
-    await assert.rejects(run(engine, bad), (err: unknown) => {
+    await assert.rejects(run(engine, job('tripo-v3.1', 'mesh3d.generate.text', { prompt: 'x' }, 'v9.9')), (err: unknown) => {
       assert.ok(err instanceof TaskFailedError);
       assert.equal(err.message, 'tripo answered HTTP 400');
       assert.equal(err.originalMessage, 'The version value is invalid (check the request)');
@@ -243,52 +211,26 @@ describe('Tripo adapter: edits', () => {
 // ---- through the gateway over HTTP ----
 
 const KEY_ENV = 'GENGATE_TEST_TRIPO_KEY';
-const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
+process.env[KEY_ENV] = TRIPO_KEY;
 
-function gatewayEnv(fake: FakeTripo, tripo: Record<string, unknown> = {}, extra: Record<string, unknown> = {}): Record<string, string> {
-  return {
-    GENGATE_CONFIG: JSON.stringify({
-      providers: {
-        tripo: { base_url: fake.baseUrl, api_key_env: KEY_ENV, poll_interval_ms: 20, retry: { attempts: 2, base_delay_ms: 10, max_delay_ms: 50 }, ...tripo },
-        ...extra,
-      },
-    }),
-  };
-}
+const gatewayEnv = (fake: FakeTripo, tripo: Record<string, unknown> = {}, others: Record<string, unknown> = {}) => providerEnv('tripo', fake.baseUrl, { api_key_env: KEY_ENV, ...tripo }, others);
 
-async function post(srv: TestServer, token: string, path: string, body: unknown): Promise<Json> {
-  const res = await srv.fetch(path, { method: 'POST', token, json: body });
-  const json = await res.json();
-  assert.equal(res.status, 200, JSON.stringify(json));
-  return json;
-}
-
-async function settled(srv: TestServer, token: string, taskId: string, statuses = TERMINAL): Promise<Json> {
-  return eventually(`task ${taskId} in ${statuses.join('/')}`, async () => {
-    const record = (await (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json()) as Json;
-    return statuses.includes(record.queue_status?.status) ? record.queue_status : undefined;
-  }, 20_000);
-}
+/** A text generation of `prompt` that Tripo keeps running until the test finishes it. */
+const held = (fake: FakeTripo, prompt: string): HeldTask => ({
+  path: '/v1/mesh3d/generate/text',
+  body: () => ({ model: 'tripo-v3.1', prompt }),
+  polled: () => [...fake.tasks.values()].find((t) => t.body.prompt === prompt && t.polls > 0)?.id,
+  finish: (id) => fake.finish(id),
+});
 
 describe('Tripo through the gateway', () => {
-  let fake: FakeTripo;
-  let srv: TestServer;
-  let token: string;
-  before(async () => {
-    process.env[KEY_ENV] = TRIPO_KEY;
-    fake = await FakeTripo.start();
-    srv = await startTestServer({ ...gatewayEnv(fake, {}, { rodin: { adapter: 'local' } }), TASK_LEASE_MS: '500' });
-    token = await srv.tokenFor('maker');
-  });
-  after(async () => {
-    await srv?.close();
-    await fake?.close();
-  });
+  const gateway = useProviderGateway({ startFake: FakeTripo.start, env: (fake) => ({ ...gatewayEnv(fake, {}, { rodin: { adapter: 'local' } }), TASK_LEASE_MS: '500' }), userId: 'maker' });
 
   it('text generation: the exact task sent, a successful record with its files served by role', async () => {
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'a copper kettle', geometry_quality: 'detailed', face_limit: 1500000 });
+    const { fake, user } = gateway;
+    const reply = await user.postOk('/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'a copper kettle', geometry_quality: 'detailed', face_limit: 1500000 });
     assert.ok(reply.mesh3d_history_id && reply.material_id);
-    const record = await settled(srv, token, reply.task_id);
+    const record = await user.settledStatus(reply.task_id);
     assert.equal(record.status, 'success', JSON.stringify(record));
     assert.deepEqual(fake.submits.at(-1), { type: 'text_to_model', model_version: 'v3.1-20260211', prompt: 'a copper kettle', face_limit: 1500000, texture: true, pbr: false, geometry_quality: 'detailed' });
     assert.deepEqual(record.output_content.map((o: Json) => [o.type, o.role, o.filename]), [['3d', 'model', 'model.glb'], ['3d', 'base_model', 'base_model.glb'], ['image', 'preview', 'preview.webp']]);
@@ -300,23 +242,25 @@ describe('Tripo through the gateway', () => {
   });
 
   it('edits of that history take its Tripo task id: segmentation, then completion of a part it named', async () => {
-    const generated = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.0', prompt: 'a knight' });
-    assert.equal((await settled(srv, token, generated.task_id)).status, 'success');
+    const { fake, user } = gateway;
+    const generated = await user.postOk('/v1/mesh3d/generate/text', { model: 'tripo-v3.0', prompt: 'a knight' });
+    assert.equal((await user.settledStatus(generated.task_id)).status, 'success');
     const generationTask = [...fake.tasks.values()].at(-1)!.id;
-    const seg = await post(srv, token, '/v1/mesh3d/edit/segmentation', { history_id: generated.mesh3d_history_id, model: 'tripo-segment-v1.0' });
-    assert.equal((await settled(srv, token, seg.task_id)).status, 'success');
+    const seg = await user.postOk('/v1/mesh3d/edit/segmentation', { history_id: generated.mesh3d_history_id, model: 'tripo-segment-v1.0' });
+    assert.equal((await user.settledStatus(seg.task_id)).status, 'success');
     assert.deepEqual(fake.submits.at(-1), { type: 'mesh_segmentation', model_version: 'v1.0-20250506', original_model_task_id: generationTask });
     const segmentationTask = [...fake.tasks.values()].at(-1)!.id;
-    const done = await post(srv, token, '/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: 'tripo-segment-v1.0', part_names: ['torso'] });
-    assert.equal((await settled(srv, token, done.task_id)).status, 'success');
+    const done = await user.postOk('/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: 'tripo-segment-v1.0', part_names: ['torso'] });
+    assert.equal((await user.settledStatus(done.task_id)).status, 'success');
     assert.deepEqual(fake.submits.at(-1), { type: 'mesh_completion', model_version: 'v1.0-20250506', original_model_task_id: segmentationTask, part_names: ['torso'] });
   });
 
   it('a model made by another engine is uploaded and imported before its rig check', async () => {
-    const local = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-medium', prompt: 'a small dog' });
-    assert.equal((await settled(srv, token, local.task_id)).status, 'success');
-    const check = await post(srv, token, '/v1/mesh3d/edit/check-riggable', { history_id: local.mesh3d_history_id, model: 'tripo-rig-v2.5' });
-    const record = await settled(srv, token, check.task_id);
+    const { fake, user } = gateway;
+    const local = await user.postOk('/v1/mesh3d/generate/text', { model: 'rodin-gen2.5-medium', prompt: 'a small dog' });
+    assert.equal((await user.settledStatus(local.task_id)).status, 'success');
+    const check = await user.postOk('/v1/mesh3d/edit/check-riggable', { history_id: local.mesh3d_history_id, model: 'tripo-rig-v2.5' });
+    const record = await user.settledStatus(check.task_id);
     assert.equal(record.status, 'success', JSON.stringify(record));
     const [imported, edit] = fake.submits.slice(-2);
     assert.equal(imported!.type, 'import_model');
@@ -327,77 +271,42 @@ describe('Tripo through the gateway', () => {
   });
 
   it('an upstream failure ends the task failed with Tripo\'s message as original_error_message', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'banned', errorCode: 2008, errorMsg: 'Task is rejected because the input violates our content policy.' }, { outcome: 'success', runningPolls: 1 }];
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'something banned' });
-    const record = await settled(srv, token, reply.task_id);
+    const reply = await user.postOk('/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'something banned' });
+    const record = await user.settledStatus(reply.task_id);
     assert.equal(record.status, 'failed');
     assert.equal(record.message, 'Tripo task banned (error 2008)');
     assert.equal(record.original_error_message, 'Task is rejected because the input violates our content policy.');
   });
 
   it('a 429 from Tripo is retried after its Retry-After and the task succeeds', async () => {
+    const { fake, user } = gateway;
     fake.inject('POST', '/v2/openapi/task', { status: 429, body: { code: 2000, message: 'You have exceeded the limit of generation.' }, headers: { 'retry-after': '0' } });
     const before = fake.requests.length;
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'retry me' });
-    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+    const reply = await user.postOk('/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'retry me' });
+    assert.equal((await user.settledStatus(reply.task_id)).status, 'success');
     const posts = fake.requests.slice(before).filter((r) => r.method === 'POST' && r.path === '/v2/openapi/task');
     assert.equal(posts.length, 2, 'the refused submit was sent again');
     assert.deepEqual(posts[0]!.json, posts[1]!.json);
   });
 
   it('cancel answers 409 task_not_cancellable and the task carries on to success', async () => {
+    const { fake, user } = gateway;
     fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];
-    const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'slow' });
-    await settled(srv, token, reply.task_id, ['process']);
-    const res = await srv.fetch(`/v1/ai/cancel/${reply.task_id}`, { token });
-    assert.equal(res.status, 409);
-    assert.equal(((await res.json()) as Json).error.code, 'task_not_cancellable');
-    fake.finish([...fake.tasks.values()].find((t) => t.body.prompt === 'slow')!.id);
-    assert.equal((await settled(srv, token, reply.task_id)).status, 'success');
+    await assertNotCancellableWhileHeld(user, held(fake, 'slow'));
   });
-});
-
-describe('Tripo through the gateway: waiting limits and restarts', () => {
-  let fake: FakeTripo;
-  before(async () => {
-    process.env[KEY_ENV] = TRIPO_KEY;
-    fake = await FakeTripo.start();
-  });
-  after(() => fake.close());
 
   it('a task still running upstream after max_wait_ms fails with a clear message', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const srv = await startTestServer(gatewayEnv(fake, { max_wait_ms: 1000 }));
-    try {
-      const token = await srv.tokenFor('waiter');
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-p1', prompt: 'forever' });
-      const record = await settled(srv, token, reply.task_id);
-      assert.equal(record.status, 'failed');
-      assert.equal(record.message, 'the upstream task did not finish within 1 s');
-    } finally {
-      await srv.close();
-    }
+    await assertWaitLimited((limit) => gatewayEnv(fake, limit), '/v1/mesh3d/generate/text', { model: 'tripo-p1', prompt: 'forever' });
   });
 
   it('a run resumed after a restart polls the same Tripo task: one submit', async () => {
+    const { fake } = gateway;
     fake.plans = [{ outcome: 'stall' }];
-    const env = { ...gatewayEnv(fake), DATA_DIR: tempDataDir(), TASK_LEASE_MS: '300' };
-    let srv = await startTestServer(env);
-    try {
-      const token = await srv.tokenFor('restarter');
-      const before = fake.submits.length;
-      const reply = await post(srv, token, '/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'survive a restart' });
-      const task = await eventually('the upstream task polled', () => [...fake.tasks.values()].find((t) => t.body.prompt === 'survive a restart' && t.polls > 0));
-      await srv.close();
-      fake.finish(task.id);
-      srv = await startTestServer(env);
-      const record = await settled(srv, token, reply.task_id);
-      assert.equal(record.status, 'success', JSON.stringify(record));
-      assert.equal(fake.submits.length - before, 1, 'submitted once');
-      assert.equal(record.output_content.find((o: Json) => o.role === 'model').filename, 'model.glb');
-    } finally {
-      await srv.close();
-      fs.rmSync(env.DATA_DIR, { recursive: true, force: true });
-    }
+    const status = await assertResumedAfterRestart({ ...gatewayEnv(fake), TASK_LEASE_MS: '300' }, held(fake, 'survive a restart'), () => fake.submits.length);
+    assert.equal(status.output_content.find((o: Json) => o.role === 'model').filename, 'model.glb');
   });
 });

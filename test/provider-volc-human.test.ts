@@ -1,17 +1,15 @@
-import { after, before, beforeEach, describe, it } from 'node:test';
+import { before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import fs from 'node:fs';
 import { RESULT_SIZE, VERSION, VolcHumanUpstream } from './fakes/volc-human-upstream.ts';
 import { sampleMp3, sampleMp4 } from './fakes/upstream-media.ts';
 import type { RecordedRequest } from './fakes/recording-upstream.ts';
 import { download } from './support/audio.ts';
 import { audioStream, ffprobe, videoStream } from './support/media.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import {
+  assertNotCancellableWhileHeld, providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type HeldTask, type Json,
+} from './support/provider-harness.ts';
 import { eventually } from './support/wait.ts';
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Json = any;
 
 const ACCESS_KEY_ID = 'AKLTZmFrZS1hY2Nlc3Mta2V5';
 const SECRET = 'TmpBd01qWXpNVFUxTnpVeE5EZzRZVGs0TURJeE5qRTJPV1Uz';
@@ -24,36 +22,10 @@ process.env[WRONG_PAIR_ENV] = `${ACCESS_KEY_ID}:not-the-secret`;
 process.env[ID_ENV] = ACCESS_KEY_ID;
 process.env[SECRET_ENV] = SECRET;
 
-function gengateEnv(fake: VolcHumanUpstream, settings: Record<string, unknown> = {}, env: Record<string, string> = {}): Record<string, string> {
-  return {
-    ...env,
-    GENGATE_CONFIG: JSON.stringify({
-      providers: {
-        'volc-human': { base_url: fake.url, api_key_env: PAIR_ENV, poll_interval_ms: 10, retry: { attempts: 2, base_delay_ms: 5, max_delay_ms: 20 }, ...settings },
-      },
-    }),
-  };
-}
+const gatewayEnv = (fake: VolcHumanUpstream, settings: Record<string, unknown> = {}) => providerEnv('volc-human', fake.url, { api_key_env: PAIR_ENV, ...settings });
 
-async function record(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  const res = await srv.fetch(`/v1/ai/result/${taskId}`, { token });
-  assert.equal(res.status, 200);
-  return res.json();
-}
-
-function finalRecord(srv: TestServer, token: string, taskId: string): Promise<Json> {
-  return eventually(`task ${taskId} to end`, async () => {
-    const r = await record(srv, token, taskId);
-    return ['success', 'failed', 'rejected', 'cancelled'].includes(r.queue_status.status) ? r : undefined;
-  });
-}
-
-async function upload(srv: TestServer, token: string, data: Buffer, name: string, type: string): Promise<string> {
-  const form = new FormData();
-  form.append('file', new Blob([new Uint8Array(data)], { type }), name);
-  const body: Json = await (await srv.fetch('/v1/files/upload', { method: 'POST', token, body: form })).json();
-  return body.data.url;
-}
+/** A presenter video with its sound, as digital humans are trained on. */
+const presenterVideo = () => sampleMp4({ width: 160, height: 90, seconds: 2, audio: true });
 
 /** The signed headers every call must carry, checked field by field. */
 function assertSigned(call: RecordedRequest, action: string): void {
@@ -67,15 +39,11 @@ function assertSigned(call: RecordedRequest, action: string): void {
   assert.match(String(call.headers.authorization), new RegExp(`^HMAC-SHA256 Credential=${ACCESS_KEY_ID}/${day}/cn-north-1/cv/request, SignedHeaders=content-type;host;x-content-sha256;x-date, Signature=[0-9a-f]{64}$`));
 }
 
-const create = (srv: TestServer, token: string, body: Json, headers: Record<string, string> = {}) =>
-  srv.fetch('/v1/digital-human/create', { method: 'POST', token, json: body, headers });
-const generate = (srv: TestServer, token: string, body: Json, headers: Record<string, string> = {}) =>
-  srv.fetch('/v1/digital-human/generations', { method: 'POST', token, json: body, headers });
+const create = (user: GatewayUser, body: Json) => user.post('/v1/digital-human/create', body);
+const generate = (user: GatewayUser, body: Json, headers: Record<string, string> = {}) => user.post('/v1/digital-human/generations', body, headers);
 
 describe('volcengine digital-human adapter', () => {
-  let fake: VolcHumanUpstream;
-  let srv: TestServer;
-  let token: string;
+  const gateway = useProviderGateway({ startFake: () => VolcHumanUpstream.start(ACCESS_KEY_ID, SECRET), env: (fake) => gatewayEnv(fake), userId: 'presenter' });
   let sourceUrl: string;
   let audio: string;
   let resourceId: string;
@@ -83,17 +51,11 @@ describe('volcengine digital-human adapter', () => {
   let trainedAvatar: string;
 
   before(async () => {
-    fake = await VolcHumanUpstream.start(ACCESS_KEY_ID, SECRET);
-    srv = await startTestServer(gengateEnv(fake));
-    token = await srv.tokenFor('presenter');
-    sourceUrl = await upload(srv, token, await sampleMp4({ width: 160, height: 90, seconds: 2, audio: true }), 'presenter.mp4', 'video/mp4');
+    sourceUrl = await gateway.user.upload(await presenterVideo(), 'presenter.mp4', 'video/mp4');
     audio = `data:audio/mpeg;base64,${(await sampleMp3(1.5)).toString('base64')}`;
   });
-  after(async () => {
-    await srv.close();
-    await fake.close();
-  });
   beforeEach(() => {
+    const { fake } = gateway;
     fake.requests.length = 0;
     fake.refused.length = 0;
     fake.statuses = ['in_queue', 'generating', 'done'];
@@ -103,7 +65,8 @@ describe('volcengine digital-human adapter', () => {
   });
 
   it('create trains a clone avatar on the source video; the resource keeps its upstream id', async () => {
-    const res = await create(srv, token, { model: 'volc-digital-human-lite', video_id: sourceUrl, interaction_optimise: 0 });
+    const { fake, user } = gateway;
+    const res = await create(user, { model: 'volc-digital-human-lite', video_id: sourceUrl, interaction_optimise: 0 });
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     assert.equal(fake.refused.length, 0, 'every signature holds');
@@ -129,7 +92,8 @@ describe('volcengine digital-human adapter', () => {
   });
 
   it('a generation without video_url has the trained avatar speak the audio', async () => {
-    const res = await generate(srv, token, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio, templ_start_strategy: 'start_from_given_seconds', templ_start_seconds: 1.5 });
+    const { fake, user } = gateway;
+    const res = await generate(user, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio, templ_start_strategy: 'start_from_given_seconds', templ_start_seconds: 1.5 });
     const draw: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(draw));
     const [submit] = fake.calls('CVSubmitTask');
@@ -142,7 +106,7 @@ describe('volcengine digital-human adapter', () => {
       templ_start_strategy: 'start_from_given_seconds',
       templ_start_seconds: 1.5,
     });
-    assert.match(body.audio_url, new RegExp(`^${srv.url}/files/`), 'the data URI is published as a gateway file');
+    assert.match(body.audio_url, new RegExp(`^${user.srv.url}/files/`), 'the data URI is published as a gateway file');
     assert.ok((await download(body.audio_url)).data.equals(await sampleMp3(1.5)));
 
     const item = draw.output_content[0];
@@ -155,7 +119,8 @@ describe('volcengine digital-human adapter', () => {
   });
 
   it('a video_url is lip-synced with the model mode\'s task and options', async () => {
-    const lite = await generate(srv, token, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio, video_url: sourceUrl, align_audio_reverse: true, templ_start_seconds: 2 });
+    const { fake, user } = gateway;
+    const lite = await generate(user, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio, video_url: sourceUrl, align_audio_reverse: true, templ_start_seconds: 2 });
     assert.equal(lite.status, 200, await lite.clone().text());
     const liteBody = fake.calls('CVSubmitTask')[0]!.json as Json;
     assert.deepEqual(liteBody, {
@@ -168,7 +133,7 @@ describe('volcengine digital-human adapter', () => {
       templ_start_seconds: 2,
     });
 
-    const basic = await generate(srv, token, { model: 'volc-digital-human-basic', resource_id: resourceId, audio_url: audio, video_url: sourceUrl, separate_vocal: true, open_scenedet: true });
+    const basic = await generate(user, { model: 'volc-digital-human-basic', resource_id: resourceId, audio_url: audio, video_url: sourceUrl, separate_vocal: true, open_scenedet: true });
     assert.equal(basic.status, 200, await basic.clone().text());
     const basicBody = fake.calls('CVSubmitTask')[1]!.json as Json;
     assert.deepEqual(basicBody, { req_key: 'realman_change_lips_basic_chimera', url: sourceUrl, pure_audio_url: basicBody.pure_audio_url, separate_vocal: true, open_scenedet: true });
@@ -176,102 +141,81 @@ describe('volcengine digital-human adapter', () => {
   });
 
   it('a finished task whose resp_data carries an error code fails with its message', async () => {
+    const { fake, user } = gateway;
     fake.failure = { code: 50511, msg: 'Post Img Risk Not Pass' };
-    const res = await generate(srv, token, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio });
-    const err: Json = await res.json();
-    assert.equal(res.status, 502, JSON.stringify(err));
-    const q = (await record(srv, token, err.error.task_id)).queue_status;
+    const res = await generate(user, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio });
+    const q = await user.failedStatus(res);
     assert.equal(q.message, 'the volcengine task failed (code 50511)');
     assert.equal(q.original_error_message, 'Post Img Risk Not Pass');
   });
 
   it('retries a QPS refusal (HTTP 429, code 50429) on submit', async () => {
+    const { fake, user } = gateway;
     fake.submitErrors = [429];
-    const res = await generate(srv, token, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio });
+    const res = await generate(user, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio });
     assert.equal(res.status, 200, await res.clone().text());
     assert.equal(fake.calls('CVSubmitTask').length, 2);
     assert.equal(fake.tasks.size > 0, true);
   });
 
   it('a wrong secret: the upstream refuses the signature and the task fails with its text', async () => {
-    const other = await startTestServer(gengateEnv(fake, { api_key_env: WRONG_PAIR_ENV }));
-    try {
-      const otherToken = await other.tokenFor('presenter');
-      const url = await upload(other, otherToken, await sampleMp4({ width: 160, height: 90, seconds: 2, audio: true }), 'presenter.mp4', 'video/mp4');
-      const tasksBefore = fake.tasks.size;
-      const res = await create(other, otherToken, { model: 'volc-digital-human-lite', video_id: url });
+    const { fake } = gateway;
+    const tasksBefore = fake.tasks.size;
+    await withGateway(gatewayEnv(fake, { api_key_env: WRONG_PAIR_ENV }), 'presenter', async (other) => {
+      const res = await create(other, { model: 'volc-digital-human-lite', video_id: await other.upload(await presenterVideo(), 'presenter.mp4', 'video/mp4') });
       const err: Json = await res.json();
       assert.equal(res.status, 502, JSON.stringify(err));
-      assert.deepEqual(fake.refused.map((r) => r.code), ['SignatureDoesNotMatch']);
       assert.match(err.error.message, /SignatureDoesNotMatch/);
-      assert.equal(fake.tasks.size, tasksBefore, 'nothing was submitted');
-    } finally {
-      await other.close();
-    }
+    });
+    assert.deepEqual(fake.refused.map((r) => r.code), ['SignatureDoesNotMatch']);
+    assert.equal(fake.tasks.size, tasksBefore, 'nothing was submitted');
   });
 
   it('external API tasks cannot be cancelled; a task past max_wait_ms fails', async () => {
+    const { fake, user } = gateway;
     fake.holding = true;
-    const res = await generate(srv, token, { model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio }, { 'x-async': '1' });
-    const { task_id: taskId } = (await res.json()) as Json;
-    await eventually('the task polled', () => fake.calls('CVGetResult').length > 0);
-    const cancel = await srv.fetch(`/v1/ai/cancel/${taskId}`, { token });
-    assert.equal(cancel.status, 409);
-    assert.equal(((await cancel.json()) as Json).error.code, 'task_not_cancellable');
-    fake.holding = false;
-    assert.equal((await finalRecord(srv, token, taskId)).queue_status.status, 'success');
+    const speaking: HeldTask = {
+      path: '/v1/digital-human/generations',
+      body: () => ({ model: 'volc-digital-human-lite', resource_id: resourceId, audio_url: audio }),
+      polled: () => fake.calls('CVGetResult').length > 0 && [...fake.tasks.keys()].at(-1),
+      finish: () => void (fake.holding = false),
+    };
+    await assertNotCancellableWhileHeld(user, speaking);
 
-    const other = await startTestServer(gengateEnv(fake, { max_wait_ms: 150 }));
-    try {
-      fake.holding = true;
-      const otherToken = await other.tokenFor('presenter');
-      const url = await upload(other, otherToken, await sampleMp4({ width: 160, height: 90, seconds: 2, audio: true }), 'presenter.mp4', 'video/mp4');
-      const slow = await create(other, otherToken, { model: 'volc-digital-human-lite', video_id: url });
+    fake.holding = true;
+    await withGateway(gatewayEnv(fake, { max_wait_ms: 150 }), 'presenter', async (other) => {
+      const slow = await create(other, { model: 'volc-digital-human-lite', video_id: await other.upload(await presenterVideo(), 'presenter.mp4', 'video/mp4') });
       const err: Json = await slow.json();
       assert.equal(slow.status, 502);
       assert.match(err.error.message, /the upstream task did not finish within/);
-    } finally {
-      await other.close();
-    }
+    });
   });
-});
 
-describe('volcengine digital-human adapter across restarts', () => {
   it('a resource made by the local engine is lip-synced from its source video; a resumed task submits once', async () => {
-    const fake = await VolcHumanUpstream.start(ACCESS_KEY_ID, SECRET);
-    const dataDir = tempDataDir();
+    const { fake } = gateway;
     // Credentials from two variables this time.
-    const withUpstream = gengateEnv(fake, { api_key_env: undefined, options: { access_key_id_env: ID_ENV, secret_access_key_env: SECRET_ENV } }, { DATA_DIR: dataDir });
-    let srv = await startTestServer({ DATA_DIR: dataDir });
-    try {
-      const token = await srv.tokenFor('presenter');
-      const source = await sampleMp4({ width: 160, height: 90, seconds: 2, audio: true });
-      const made = await create(srv, token, { model: 'volc-digital-human-basic', video_id: await upload(srv, token, source, 'presenter.mp4', 'video/mp4') });
+    const withUpstream = gatewayEnv(fake, { api_key_env: undefined, options: { access_key_id_env: ID_ENV, secret_access_key_env: SECRET_ENV } });
+    await withRestartingGateway({}, 'presenter', async (restarting) => {
+      const source = await presenterVideo();
+      const made = await create(restarting.user, { model: 'volc-digital-human-basic', video_id: await restarting.user.upload(source, 'presenter.mp4', 'video/mp4') });
       const { resource_id: resourceId } = (await made.json()) as Json;
       assert.equal(made.status, 200);
       assert.equal(fake.requests.length, 0, 'the local engine made this one');
-      await srv.close();
 
-      srv = await startTestServer(withUpstream);
       fake.holding = true;
-      const res = await generate(srv, token, { model: 'volc-digital-human-basic', resource_id: resourceId, audio_url: `data:audio/mpeg;base64,${(await sampleMp3(1.5)).toString('base64')}` }, { 'x-async': '1' });
+      const user = await restarting.restart({ env: withUpstream });
+      const res = await generate(user, { model: 'volc-digital-human-basic', resource_id: resourceId, audio_url: `data:audio/mpeg;base64,${(await sampleMp3(1.5)).toString('base64')}` }, { 'x-async': '1' });
       const { task_id: taskId } = (await res.json()) as Json;
       await eventually('the task polled', () => fake.calls('CVGetResult').length > 0);
       const body = fake.calls('CVSubmitTask')[0]!.json as Json;
       assert.equal(body.req_key, 'realman_change_lips_basic_chimera');
       assert.ok((await download(body.url)).data.equals(source), 'the resource source video is handed over');
-      await srv.close();
 
-      fake.holding = false;
-      srv = await startTestServer(withUpstream);
-      const r = await finalRecord(srv, token, taskId);
-      assert.equal(r.queue_status.status, 'success', JSON.stringify(r.queue_status));
+      const resumed = await restarting.restart({ meanwhile: () => void (fake.holding = false) });
+      const status = await resumed.settledStatus(taskId);
+      assert.equal(status.status, 'success', JSON.stringify(status));
       assert.equal(fake.calls('CVSubmitTask').length, 1, 'submitted once');
       assert.equal(fake.refused.length, 0);
-    } finally {
-      await srv.close();
-      await fake.close();
-      fs.rmSync(dataDir, { recursive: true, force: true });
-    }
+    });
   });
 });
