@@ -546,6 +546,13 @@ describe('chat on the local engine', () => {
     assert.equal(none.choices[0].finish_reason, 'stop');
   });
 
+  it('without JSON in the message, fills the tool\'s required text parameters with the message', async () => {
+    const tools = [{ type: 'function', function: { name: 'draw', parameters: { type: 'object', required: ['prompt', 'n'], properties: { prompt: { type: 'string' }, n: { type: 'integer' } } } } }];
+    const said = 'draw a red fox in the snow';
+    const res = await (await chat({ model: 'deepseek-chat', stream: false, tools, messages: [{ role: 'user', content: said }] })).json();
+    assert.deepEqual(JSON.parse(res.choices[0].message.tool_calls[0].function.arguments), { prompt: said });
+  });
+
   it('gives a model without image understanding an inline image as a link to the uploaded file', async () => {
     const res = await (await chat({
       model: 'deepseek-chat', stream: false,

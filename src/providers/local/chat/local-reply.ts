@@ -77,6 +77,19 @@ function argumentsIn(text: string): string {
   return '{}';
 }
 
+/**
+ * The call's arguments: the first JSON object of the message; without one, the message itself
+ * for each required text parameter, so "generate_image of a red fox" works offline as asked.
+ */
+function argumentsFor(tool: ChatTool, said: string): string {
+  const written = argumentsIn(said);
+  if (written !== '{}') return written;
+  const schema = tool.function.parameters as { required?: unknown; properties?: Record<string, { type?: unknown }> } | undefined;
+  const required = Array.isArray(schema?.required) ? schema.required.filter((name): name is string => typeof name === 'string') : [];
+  const texts = required.filter((name) => schema?.properties?.[name]?.type === 'string');
+  return JSON.stringify(Object.fromEntries(texts.map((name) => [name, said])));
+}
+
 /** What the trailing tool messages returned, named by the calls they answer. */
 function toolResults(messages: ChatMessage[]): string {
   const names = new Map<string, string>();
@@ -110,7 +123,8 @@ function limited(text: string, request: ChatRequest): { text: string; finishReas
 /**
  * The local model's deterministic answer. After tool results it reports them; when the request
  * has tools and the last user message names one (or tool_choice forces one), it calls that tool
- * with the first JSON object of the message as arguments; otherwise it echoes the last user
+ * with the first JSON object of the message as arguments (else the message as its required text
+ * parameters); otherwise it echoes the last user
  * message, numbered by the user turns of the conversation. Stop sequences and the output-token
  * limit apply; `response_format: json_object` wraps the text as `{"reply": …}`.
  */
@@ -128,7 +142,7 @@ export function localReply(request: ChatRequest): LocalReply {
   const said = userMessages.length > 0 ? messageText(userMessages[userMessages.length - 1]) : '';
   const tool = last?.role === 'user' ? toolAskedFor(request, said) : undefined;
   if (tool) {
-    const args = argumentsIn(said);
+    const args = argumentsFor(tool, said);
     const id = `call_${createHash('sha256').update(`${userMessages.length}\n${said}\n${tool.function.name}`).digest('hex').slice(0, 24)}`;
     const call: ChatToolCall = { id, type: 'function', function: { name: tool.function.name, arguments: args } };
     return { content: null, toolCalls: [call], finishReason: 'tool_calls', usage: usage(countTokens(`${tool.function.name} ${args}`)) };
