@@ -180,7 +180,7 @@ describe('ComfyUI adapter', () => {
     const sent = fake.requests.slice(before);
     const upload = sent.find((r) => r.path === '/upload/image')!;
     assert.equal(upload.method, 'POST');
-    assert.deepEqual(upload.fields, { type: 'input', overwrite: 'true' });
+    assert.deepEqual(upload.fields, [['type', 'input'], ['overwrite', 'true']]);
     assert.equal(upload.files!.length, 1);
     assert.equal(upload.files![0]!.field, 'image');
     assert.equal(upload.files![0]!.fileName, `gengate-${body.task_id}-image-0.png`);
@@ -231,11 +231,11 @@ describe('ComfyUI adapter', () => {
 
   it('retries a 503 from /prompt and queues the prompt once', async () => {
     const { fake, user } = gateway;
-    fake.script.set('/prompt', [{ status: 503, body: { error: 'server busy' } }]);
-    const before = fake.requestsTo('POST', '/prompt').length;
+    fake.inject('POST', '/prompt', { status: 503, body: { error: 'server busy' } });
+    const before = fake.requestsTo('/prompt', 'POST').length;
     const res = await user.post('/v1/images/generations', { model: TEXT_TO_IMAGE, prompt: 'again', steps: 1, size: '32x32' });
     assert.equal(res.status, 200, await res.clone().text());
-    const sent = fake.requestsTo('POST', '/prompt').slice(before);
+    const sent = fake.requestsTo('/prompt', 'POST').slice(before);
     assert.equal(sent.length, 2);
     assert.deepEqual(sent[0]!.json, sent[1]!.json);
   });
@@ -260,12 +260,12 @@ describe('ComfyUI adapter', () => {
       assert.equal(cancelQueued.status, 200);
       assert.equal(((await cancelQueued.json()) as Json).queue_status.status, 'cancelled');
       await fake.until(() => fake.pendingPromptIds.length === 0);
-      assert.deepEqual(fake.requestsTo('POST', '/queue').at(-1)!.json, { delete: [queuedPrompt] });
+      assert.deepEqual(fake.requestsTo('/queue', 'POST').at(-1)!.json, { delete: [queuedPrompt] });
 
       const cancelRunning = await user.cancel(running);
       assert.equal(cancelRunning.status, 200);
       await fake.until(() => fake.runningPromptId === undefined);
-      assert.deepEqual(fake.requestsTo('POST', '/interrupt').at(-1)!.json, { prompt_id: runningPrompt });
+      assert.deepEqual(fake.requestsTo('/interrupt', 'POST').at(-1)!.json, { prompt_id: runningPrompt });
       const history = (await (await fetch(`${fake.url}/history/${runningPrompt}`)).json()) as Json;
       assert.equal(history[runningPrompt].status.messages.at(-1)[0], 'execution_interrupted');
       assert.equal((await user.recordWhen(running, () => true)).queue_status.status, 'cancelled');
@@ -281,7 +281,7 @@ describe('ComfyUI adapter', () => {
     const { task_id: taskId } = (await res.json()) as Json;
     const record = await user.recordWhen(taskId, (r) => r.queue_status.status === 'success');
     assert.deepEqual(record.queue_status.data.mediaSize, { type: 'image', width: 48, height: 32, status: 1 });
-    const graph = (fake.requestsTo('POST', '/prompt').at(-1)!.json as Json).prompt;
+    const graph = (fake.requestsTo('/prompt', 'POST').at(-1)!.json as Json).prompt;
     assert.deepEqual([graph['6'].inputs.text, graph['5'].inputs.width, graph['5'].inputs.height, graph['3'].inputs.seed], ['old api', 48, 32, 9]);
     assert.equal(record.generate_info.workflow._id, TEXT_TO_IMAGE);
   });
@@ -341,7 +341,7 @@ describe('ComfyUI adapter: polling, timeouts and restarts', () => {
         assert.equal(res.status, 502);
         const record = await user.recordWhen(body.error.task_id, (r) => r.queue_status.status === 'failed');
         assert.equal(record.queue_status.message, 'the workflow did not finish within 0.3 s');
-        const promptId = fake.requestsTo('POST', '/interrupt').at(-1)?.json?.prompt_id;
+        const promptId = (fake.requestsTo('/interrupt', 'POST').at(-1)?.json as Json)?.prompt_id;
         assert.equal(typeof promptId, 'string');
         await fake.until(() => fake.runningPromptId === undefined);
       });
@@ -354,14 +354,14 @@ describe('ComfyUI adapter: polling, timeouts and restarts', () => {
     fake.hold();
     try {
       await withRestartingGateway({ ...gatewayEnv(fake, dir), TASK_LEASE_MS: '1000' }, 'artist', async (restarting) => {
-        const submits = fake.requestsTo('POST', '/prompt').length;
+        const submits = fake.requestsTo('/prompt', 'POST').length;
         const taskId = await submitAsync(restarting.user, { model: TEXT_TO_IMAGE, prompt: 'survives restarts', steps: 3, size: '32x32' });
         await restarting.user.recordWhen(taskId, (r) => r.node_status?.nodeId === '3');
         const user = await restarting.restart();
         await user.recordWhen(taskId, (r) => r.queue_status.message === 'resumed after an interruption');
         fake.release();
         const record = await user.recordWhen(taskId, (r) => r.queue_status.status === 'success');
-        assert.equal(fake.requestsTo('POST', '/prompt').length - submits, 1, 'one prompt queued in ComfyUI');
+        assert.equal(fake.requestsTo('/prompt', 'POST').length - submits, 1, 'one prompt queued in ComfyUI');
         assert.equal(record.queue_status.output_content.length, 1);
         assert.equal(record.node_status.status, 'success');
       });

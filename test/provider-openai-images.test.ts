@@ -8,7 +8,7 @@ const KEY_ENV = 'GENGATE_TEST_OPENAI_IMAGES_KEY';
 const API_KEY = 'sk-test-images';
 process.env[KEY_ENV] = API_KEY;
 
-const gatewayEnv = (fake: FakeOpenAiImages, settings: Record<string, unknown> = {}) => providerEnv('openai', fake.url, { api_key_env: KEY_ENV, ...settings });
+const gatewayEnv = (fake: FakeOpenAiImages, settings: Record<string, unknown> = {}) => providerEnv('openai', fake.baseUrl, { api_key_env: KEY_ENV, ...settings });
 
 const succeeded = (record: Json) => record.queue_status.status === 'success';
 const failed = (record: Json) => record.queue_status.status === 'failed';
@@ -61,7 +61,7 @@ describe('OpenAI images adapter', () => {
     const { fake, user } = gateway;
     const image = await sharp({ create: { width: 40, height: 30, channels: 3, background: '#123456' } }).png().toBuffer();
     const hosted = fake.host(image, 'dalle-result.png');
-    fake.script.push({ status: 200, body: { created: 1, data: [{ url: hosted, revised_prompt: 'a calm sea, detailed' }] } });
+    fake.inject('POST', '/v1/images/', { status: 200, body: { created: 1, data: [{ url: hosted, revised_prompt: 'a calm sea, detailed' }] } });
     const before = fake.requests.length;
     const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'a calm sea', aspect_ratio: '16:9' });
     const body = (await res.json()) as Json;
@@ -90,7 +90,7 @@ describe('OpenAI images adapter', () => {
     assert.equal(sent[0]!.path, '/v1/images/edits');
     assert.equal(sent[0]!.headers.authorization, `Bearer ${API_KEY}`);
     assert.match(String(sent[0]!.headers['content-type']), /^multipart\/form-data; boundary=/);
-    assert.deepEqual(sent[0]!.fields, { model: ['gpt-image-1'], prompt: ['add a red hat'], n: ['1'], size: ['1024x1024'] });
+    assert.deepEqual(sent[0]!.fields, [['model', 'gpt-image-1'], ['prompt', 'add a red hat'], ['n', '1'], ['size', '1024x1024']]);
     assert.deepEqual(sent[0]!.files!.map((f) => [f.field, f.fileName, f.type]), [
       ['image[]', 'image-0.png', 'image/png'],
       ['image[]', 'image-1.jpg', 'image/jpeg'],
@@ -106,7 +106,7 @@ describe('OpenAI images adapter', () => {
     assert.equal(single.status, 200, await single.clone().text());
     const last = fake.apiRequests.at(-1)!;
     assert.deepEqual(last.files!.map((f) => f.field), ['image']);
-    assert.deepEqual(last.fields, { model: ['gpt-image-1'], prompt: ['make it blue'] });
+    assert.deepEqual(last.fields, [['model', 'gpt-image-1'], ['prompt', 'make it blue']]);
   });
 
   it('fails the task with the upstream message when OpenAI refuses the request', async () => {
@@ -123,10 +123,8 @@ describe('OpenAI images adapter', () => {
 
   it('retries a 429 after its Retry-After and a 503, then succeeds', async () => {
     const { fake, user } = gateway;
-    fake.script.push(
-      { status: 429, headers: { 'retry-after': '0' }, body: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded', param: null } } },
-      { status: 503, body: { error: { message: 'The server is overloaded', type: 'server_error', param: null, code: null } } },
-    );
+    fake.inject('POST', '/v1/images/', { status: 429, headers: { 'retry-after': '0' }, body: { error: { message: 'Rate limit reached', type: 'requests', code: 'rate_limit_exceeded', param: null } } });
+    fake.inject('POST', '/v1/images/', { status: 503, body: { error: { message: 'The server is overloaded', type: 'server_error', param: null, code: null } } });
     const before = fake.apiRequests.length;
     const res = await user.post('/v1/images/generations', { model: 'gpt-image-1', prompt: 'patience' });
     assert.equal(res.status, 200, await res.clone().text());

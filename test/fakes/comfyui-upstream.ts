@@ -1,26 +1,9 @@
-import http from 'node:http';
+import type http from 'node:http';
 import { randomUUID, createHash } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import type { Duplex } from 'node:stream';
 import sharp from 'sharp';
 import { WebSocketServer, type WebSocket } from 'ws';
-
-/** One HTTP request the fake got. */
-export interface ComfyRequest {
-  method: string;
-  path: string;
-  query: Record<string, string>;
-  headers: http.IncomingHttpHeaders;
-  json?: Record<string, unknown>;
-  fields?: Record<string, string>;
-  files?: { field: string; fileName: string; type: string; data: Buffer }[];
-}
-
-/** A scripted answer that replaces the fake's own for the next request to a path. */
-export interface ComfyScriptedAnswer {
-  status: number;
-  body?: unknown;
-}
+import { RecordingUpstream, type RecordedRequest } from './recording-upstream.ts';
 
 type ApiNode = { class_type: string; inputs: Record<string, unknown> };
 type ApiPrompt = Record<string, ApiNode>;
@@ -80,14 +63,11 @@ const isLink = (value: unknown): value is [string, number] => Array.isArray(valu
  * with status, execution_start, execution_cached, executing, progress, executed,
  * execution_success / execution_error / execution_interrupted messages. Prompts run one at a
  * time; SaveImage writes real PNG files made with sharp. Every request is recorded; tests can
- * hold a run at its sampler, fail a node, script answers and turn the WebSocket off.
+ * hold a run at its sampler, fail a node, inject answers and turn the WebSocket off.
  */
-export class FakeComfyUI {
-  readonly requests: ComfyRequest[] = [];
+export class FakeComfyUI extends RecordingUpstream {
   /** Client ids of the WebSocket connections opened, in order. */
   readonly socketClients: string[] = [];
-  /** Answers used, in order, for the next requests to a path (e.g. `/prompt`). */
-  readonly script = new Map<string, ComfyScriptedAnswer[]>();
   /** When false, WebSocket upgrades are refused with 404 (a proxy without WebSocket support). */
   wsEnabled = true;
   /** Makes the node with this id fail when it runs. */
@@ -101,28 +81,9 @@ export class FakeComfyUI {
   private number = 0;
   private counter = 0;
   private gate: { promise: Promise<void>; open: () => void } | undefined;
-  private readonly waiters: { check: () => boolean; resolve: () => void }[] = [];
 
-  private constructor(private readonly server: http.Server) {}
-
-  static async start(): Promise<FakeComfyUI> {
-    const server = http.createServer();
-    const fake = new FakeComfyUI(server);
-    server.on('request', (req, res) => {
-      fake.onRequest(req, res).catch((err: unknown) => res.writeHead(500).end(String(err)));
-    });
-    server.on('upgrade', (req, socket, head) => fake.onUpgrade(req, socket, head));
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return fake;
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  /** Requests to one method and path (path without the query). */
-  requestsTo(method: string, path: string): ComfyRequest[] {
-    return this.requests.filter((r) => r.method === method && r.path === path);
+  static start(): Promise<FakeComfyUI> {
+    return new FakeComfyUI().listen();
   }
 
   /** Runs pause at the first sampler step (after reporting it) until release() or an interrupt. */
@@ -146,35 +107,19 @@ export class FakeComfyUI {
     return this.pending.map((p) => p.id);
   }
 
-  /** Resolves once `check` holds; checked after every request and execution step. */
-  until(check: () => boolean): Promise<void> {
-    if (check()) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ check, resolve }));
-  }
-
   /** A file the fake stored (an upload or an output), by type and name. */
   file(type: string, name: string, subfolder = ''): Buffer | undefined {
     return this.files.get(`${type}/${subfolder}/${name}`);
   }
 
-  async close(): Promise<void> {
+  override async close(): Promise<void> {
     this.release();
     for (const ws of this.sockets.values()) ws.terminate();
     this.wss.close();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    await super.close();
   }
 
-  private notify(): void {
-    for (const waiter of [...this.waiters]) {
-      if (waiter.check()) {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        waiter.resolve();
-      }
-    }
-  }
-
-  private onUpgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
+  protected override upgrade(req: http.IncomingMessage, socket: Duplex, head: Buffer): void {
     const url = new URL(req.url!, 'http://x');
     if (url.pathname !== '/ws' || !this.wsEnabled) {
       socket.end('HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n');
@@ -209,37 +154,18 @@ export class FakeComfyUI {
     this.send(undefined, 'status', { status: { exec_info: { queue_remaining: this.queueRemaining() } } });
   }
 
-  private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks);
-    const url = new URL(req.url!, 'http://x');
-    const path = url.pathname.replace(/^\/api(?=\/)/, '');
-    const record: ComfyRequest = { method: req.method!, path, query: Object.fromEntries(url.searchParams), headers: req.headers };
-    const contentType = req.headers['content-type'] ?? '';
-    if (contentType.startsWith('application/json') && raw.length > 0) record.json = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    if (contentType.startsWith('multipart/form-data')) {
-      const form = await new Request('http://x/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
-      record.fields = {};
-      record.files = [];
-      for (const [field, value] of form.entries()) {
-        if (typeof value === 'string') record.fields[field] = value;
-        else record.files.push({ field, fileName: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) });
-      }
-    }
-    this.requests.push(record);
-    this.notify();
-    const json = (status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
-    const scripted = this.script.get(path)?.shift();
-    if (scripted) return void json(scripted.status, scripted.body ?? {});
+  protected handle(req: RecordedRequest, res: http.ServerResponse): void {
+    const path = req.path.replace(/^\/api(?=\/)/, '');
+    const body = (req.json ?? {}) as Record<string, unknown>;
+    const fields = Object.fromEntries(req.fields ?? []);
+    const json = (status: number, answer: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
 
-    if (req.method === 'POST' && path === '/prompt') return void json(...this.queuePrompt(record.json));
+    if (req.method === 'POST' && path === '/prompt') return void json(...this.queuePrompt(req.json as Record<string, unknown> | undefined));
     if (req.method === 'GET' && path === '/queue') {
       const entry = (p: QueuedPrompt) => [p.number, p.id, p.prompt, { client_id: p.clientId }, p.outputs];
       return void json(200, { queue_running: this.running ? [entry(this.running)] : [], queue_pending: this.pending.map(entry) });
     }
     if (req.method === 'POST' && path === '/queue') {
-      const body = record.json ?? {};
       if (body.clear === true) this.pending.splice(0);
       for (const id of Array.isArray(body.delete) ? body.delete : []) {
         const i = this.pending.findIndex((p) => p.id === id);
@@ -249,7 +175,7 @@ export class FakeComfyUI {
       return void res.writeHead(200).end();
     }
     if (req.method === 'POST' && path === '/interrupt') {
-      const target = record.json?.prompt_id;
+      const target = body.prompt_id;
       // With a prompt_id, only that prompt is interrupted, and only while it runs.
       if (this.running && (target === undefined || target === this.running.id)) {
         this.running.interrupted = true;
@@ -263,7 +189,7 @@ export class FakeComfyUI {
       return void json(200, entry ? { [id]: entry } : {});
     }
     if (req.method === 'GET' && path === '/view') {
-      const { filename, subfolder = '', type = 'output' } = record.query;
+      const { filename, subfolder = '', type = 'output' } = req.query;
       if (!filename) return void res.writeHead(400).end();
       if (filename.startsWith('/') || filename.includes('..')) return void res.writeHead(400).end();
       const data = this.files.get(`${type}/${subfolder}/${filename}`);
@@ -271,12 +197,12 @@ export class FakeComfyUI {
       return void res.writeHead(200, { 'content-type': 'image/png', 'content-disposition': `filename="${filename}"` }).end(data);
     }
     if (req.method === 'POST' && path === '/upload/image') {
-      const image = record.files?.find((f) => f.field === 'image');
+      const image = req.files?.find((f) => f.field === 'image');
       if (!image || !image.fileName) return void res.writeHead(400).end();
-      const type = record.fields?.type || 'input';
-      const subfolder = record.fields?.subfolder ?? '';
+      const type = fields.type || 'input';
+      const subfolder = fields.subfolder ?? '';
       let name = image.fileName;
-      if (record.fields?.overwrite !== 'true' && record.fields?.overwrite !== '1') {
+      if (fields.overwrite !== 'true' && fields.overwrite !== '1') {
         const dot = name.lastIndexOf('.');
         for (let i = 1; this.files.has(`${type}/${subfolder}/${name}`) && !this.files.get(`${type}/${subfolder}/${name}`)!.equals(image.data); i++) {
           name = `${image.fileName.slice(0, dot)} (${i})${image.fileName.slice(dot)}`;

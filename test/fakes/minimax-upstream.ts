@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import { RecordingUpstream, formData, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
+import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
 import { sampleMp3 } from './upstream-media.ts';
 
 /** Seconds of the fake's synchronous and long-text audio. */
@@ -109,15 +109,13 @@ export class MinimaxUpstream extends RecordingUpstream {
     });
   }
 
-  private async upload(req: RecordedRequest, res: ServerResponse): Promise<void> {
-    const form = await formData(req);
-    const file = form.get('file');
-    const purpose = form.get('purpose');
-    if (!(file instanceof File) || typeof purpose !== 'string') return sendJson(res, 200, { base_resp: { status_code: 2013, status_msg: 'file and purpose are required' } });
+  private upload(req: RecordedRequest, res: ServerResponse): void {
+    const file = req.files?.find((f) => f.field === 'file');
+    const purpose = req.fields?.find(([name]) => name === 'purpose')?.[1];
+    if (!file || purpose === undefined) return sendJson(res, 200, { base_resp: { status_code: 2013, status_msg: 'file and purpose are required' } });
     const fileId = this.nextId++;
-    const text = await file.text();
-    this.uploads.set(fileId, { purpose, fileName: file.name, text });
-    sendJson(res, 200, { file: { file_id: fileId, bytes: file.size, created_at: Math.floor(Date.now() / 1000), filename: file.name, purpose }, base_resp: OK });
+    this.uploads.set(fileId, { purpose, fileName: file.fileName, text: file.data.toString('utf8') });
+    sendJson(res, 200, { file: { file_id: fileId, bytes: file.data.length, created_at: Math.floor(Date.now() / 1000), filename: file.fileName, purpose }, base_resp: OK });
   }
 
   private submit(req: RecordedRequest, res: ServerResponse): void {

@@ -1,41 +1,14 @@
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ServerResponse } from 'node:http';
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-
-/** A file part of a multipart request. */
-export interface ReceivedFilePart {
-  field: string;
-  fileName: string;
-  type: string;
-  data: Buffer;
-}
-
-/** One request the fake got. */
-export interface ReceivedImagesRequest {
-  method: string;
-  path: string;
-  headers: http.IncomingHttpHeaders;
-  /** JSON body, when the request had one. */
-  json?: Record<string, unknown>;
-  /** Multipart text fields (each name with all its values), when the request was a form. */
-  fields?: Record<string, string[]>;
-  files?: ReceivedFilePart[];
-}
-
-/** A scripted answer that replaces the fake's own for one request. */
-export interface ScriptedAnswer {
-  status: number;
-  body?: unknown;
-  headers?: Record<string, string>;
-}
+import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest, type Reply } from './recording-upstream.ts';
 
 /** Sizes GPT Image models take (openai-python `image_generate_params.py`). */
 const GPT_IMAGE_SIZES = new Set(['1024x1024', '1536x1024', '1024x1536', 'auto']);
 const DALLE3_SIZES = new Set(['1024x1024', '1792x1024', '1024x1792']);
 const OUTPUT_FORMATS = new Set(['png', 'jpeg', 'webp']);
 
-function error(status: number, message: string, param: string | null, code: string | null, type = 'invalid_request_error'): ScriptedAnswer {
+function error(status: number, message: string, param: string | null, code: string | null, type = 'invalid_request_error'): Reply {
   return { status, body: { error: { message, type, param, code } } };
 }
 
@@ -44,45 +17,35 @@ function error(status: number, message: string, param: string | null, code: stri
  * /v1/images/edits (multipart) with bearer authentication and OpenAI's validation and error
  * shapes; GPT Image models answer `b64_json` with usage, dall-e models a URL served by the fake.
  * Images are real PNG/JPEG/WebP files made with sharp. It records every request; tests can
- * script answers (429, 5xx, refusals) and hold answers back.
+ * inject answers (429, 5xx, refusals) and hold answers back.
  */
-export class FakeOpenAiImages {
-  readonly requests: ReceivedImagesRequest[] = [];
-  /** Answers used, in order, before the fake's own. */
-  readonly script: ScriptedAnswer[] = [];
+export class FakeOpenAiImages extends RecordingUpstream {
   private readonly hosted = new Map<string, Buffer>();
   private held: Promise<void> | undefined;
   private releaseHeld: (() => void) | undefined;
-  private readonly waiters: { count: number; resolve: () => void }[] = [];
 
-  private constructor(private readonly server: http.Server, readonly apiKey: string) {}
+  private constructor(readonly apiKey: string) {
+    super();
+  }
 
-  static async start(apiKey = 'sk-test-images'): Promise<FakeOpenAiImages> {
-    const server = http.createServer();
-    const fake = new FakeOpenAiImages(server, apiKey);
-    server.on('request', (req, res) => {
-      fake.onRequest(req, res).catch((err: unknown) => {
-        res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: String(err) } }));
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return fake;
+  static start(apiKey = 'sk-test-images'): Promise<FakeOpenAiImages> {
+    return new FakeOpenAiImages(apiKey).listen();
   }
 
   /** Base URL as a provider's base_url: http://127.0.0.1:PORT/v1. */
-  get url(): string {
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/v1`;
+  get baseUrl(): string {
+    return `${this.url}/v1`;
   }
 
   /** Image API requests (downloads of hosted images left out). */
-  get apiRequests(): ReceivedImagesRequest[] {
+  get apiRequests(): RecordedRequest[] {
     return this.requests.filter((r) => r.path.startsWith('/v1/images/'));
   }
 
   /** Serves the bytes at a URL of the fake (as dall-e result URLs are served) and answers the URL. */
   host(image: Buffer, name: string): string {
     this.hosted.set(`/hosted/${name}`, image);
-    return `${this.url.replace(/\/v1$/, '')}/hosted/${name}`;
+    return `${this.url}/hosted/${name}`;
   }
 
   /** Requests are answered only after release(). */
@@ -97,59 +60,34 @@ export class FakeOpenAiImages {
 
   /** Resolves once the fake has received `count` image API requests. */
   received(count: number): Promise<void> {
-    if (this.apiRequests.length >= count) return Promise.resolve();
-    return new Promise((resolve) => this.waiters.push({ count, resolve }));
+    return this.until(() => this.apiRequests.length >= count);
   }
 
-  async close(): Promise<void> {
+  override close(): Promise<void> {
     this.release();
-    this.server.closeAllConnections();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+    return super.close();
   }
 
-  private async onRequest(req: http.IncomingMessage, res: http.ServerResponse): Promise<void> {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const raw = Buffer.concat(chunks);
-    const path = new URL(req.url!, 'http://x').pathname;
-    const record: ReceivedImagesRequest = { method: req.method!, path, headers: req.headers };
-    const contentType = req.headers['content-type'] ?? '';
-    if (contentType.startsWith('application/json')) record.json = JSON.parse(raw.toString('utf8')) as Record<string, unknown>;
-    if (contentType.startsWith('multipart/form-data')) {
-      const form = await new Request('http://x/', { method: 'POST', headers: { 'content-type': contentType }, body: raw }).formData();
-      record.fields = {};
-      record.files = [];
-      for (const [field, value] of form.entries()) {
-        if (typeof value === 'string') (record.fields[field] ??= []).push(value);
-        else record.files.push({ field, fileName: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) });
-      }
-    }
-    this.requests.push(record);
-    for (const waiter of [...this.waiters]) {
-      if (this.apiRequests.length >= waiter.count) {
-        this.waiters.splice(this.waiters.indexOf(waiter), 1);
-        waiter.resolve();
-      }
-    }
-    if (req.method === 'GET' && path.startsWith('/hosted/')) {
-      const image = this.hosted.get(path);
+  protected async handle(req: RecordedRequest, res: ServerResponse): Promise<void> {
+    if (req.method === 'GET' && req.path.startsWith('/hosted/')) {
+      const image = this.hosted.get(req.path);
       if (!image) return void res.writeHead(404).end();
-      return void res.writeHead(200, { 'content-type': 'image/png' }).end(image);
+      return sendBytes(res, image, 'image/png');
     }
     if (this.held) await this.held;
     if (res.destroyed) return;
-    const answer = this.script.shift() ?? (await this.answer(record));
-    res.writeHead(answer.status, { 'content-type': 'application/json', ...answer.headers }).end(answer.body === undefined ? '' : JSON.stringify(answer.body));
+    const answer = await this.answer(req);
+    sendJson(res, answer.status, answer.body, answer.headers);
   }
 
-  private async answer(req: ReceivedImagesRequest): Promise<ScriptedAnswer> {
+  private async answer(req: RecordedRequest): Promise<Reply> {
     if (req.headers.authorization !== `Bearer ${this.apiKey}`) return error(401, 'Incorrect API key provided.', null, 'invalid_api_key');
     if (req.method !== 'POST') return error(405, 'Method not allowed', null, null);
     const generation = req.path === '/v1/images/generations';
     const edit = req.path === '/v1/images/edits';
     if (!generation && !edit) return error(404, `Invalid URL (${req.method} ${req.path})`, null, null);
     // One view of the parameters, whichever the body form.
-    const params: Record<string, unknown> = generation ? (req.json ?? {}) : Object.fromEntries(Object.entries(req.fields ?? {}).map(([k, v]) => [k, v[0]]));
+    const params: Record<string, unknown> = generation ? ((req.json ?? {}) as Record<string, unknown>) : Object.fromEntries([...(req.fields ?? [])].reverse());
     if (edit && !req.fields) return error(400, 'The request must be multipart/form-data.', null, null);
     if (generation && !req.json) return error(400, 'The request must be JSON.', null, null);
     const model = String(params.model ?? 'dall-e-2');

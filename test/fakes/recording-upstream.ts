@@ -1,5 +1,14 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
+
+/** A file part of a multipart/form-data request. */
+export interface FilePart {
+  field: string;
+  fileName: string;
+  type: string;
+  data: Buffer;
+}
 
 /** One request a fake upstream received, as it arrived. */
 export interface RecordedRequest {
@@ -13,6 +22,10 @@ export interface RecordedRequest {
   body: Buffer;
   /** The body parsed as JSON when it is JSON. */
   json?: unknown;
+  /** The text fields of a multipart/form-data body, as name and value in order. */
+  fields?: [string, string][];
+  /** The file parts of a multipart/form-data body, in order. */
+  files?: FilePart[];
 }
 
 /** An answer as a value: a JSON body (a string goes as it is) with its status and headers. */
@@ -32,45 +45,35 @@ export abstract class RecordingUpstream {
   url = '';
   private server?: http.Server;
   private readonly injected: { method: string; path: string; reply: Reply }[] = [];
+  private readonly waiters: { check: () => boolean; resolve: () => void }[] = [];
 
   /** Answers one recorded request. */
   protected abstract handle(req: RecordedRequest, res: http.ServerResponse): void | Promise<void>;
 
+  /** Takes over a connection upgrade (a WebSocket); without it upgrades are not answered. */
+  protected upgrade?(req: http.IncomingMessage, socket: Duplex, head: Buffer): void;
+
   /** Starts the server; resolves with the fake once it listens. */
   async listen(): Promise<this> {
     const server = http.createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (chunk: Buffer) => chunks.push(chunk));
-      req.on('end', () => {
-        const url = new URL(req.url!, 'http://fake');
-        const body = Buffer.concat(chunks);
-        let json: unknown;
-        if ((req.headers['content-type'] ?? '').includes('json') && body.length > 0) {
-          try {
-            json = JSON.parse(body.toString('utf8'));
-          } catch {
-            json = undefined;
-          }
-        }
-        const recorded: RecordedRequest = { method: req.method!, path: url.pathname, query: Object.fromEntries(url.searchParams), target: req.url!, headers: req.headers, body, ...(json !== undefined ? { json } : {}) };
-        this.requests.push(recorded);
+      this.receive(req).then((recorded) => {
         const i = this.injected.findIndex((f) => f.method === recorded.method && recorded.path.startsWith(f.path));
-        const answered = i >= 0 ? Promise.resolve(sendReply(res, this.injected.splice(i, 1)[0]!.reply)) : Promise.resolve().then(() => this.handle(recorded, res));
-        answered.catch((err: unknown) => {
-          if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-          res.end(String(err));
-        });
+        return i >= 0 ? sendReply(res, this.injected.splice(i, 1)[0]!.reply) : this.handle(recorded, res);
+      }).catch((err: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
+        res.end(String(err));
       });
     });
+    if (this.upgrade) server.on('upgrade', (req, socket, head) => this.upgrade!(req, socket, head));
     this.server = server;
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
     return this;
   }
 
-  /** Requests to one path, in order. */
-  requestsTo(path: string): RecordedRequest[] {
-    return this.requests.filter((r) => r.path === path);
+  /** Requests to one path (of one method when given), in order. */
+  requestsTo(path: string, method?: string): RecordedRequest[] {
+    return this.requests.filter((r) => r.path === path && (method === undefined || r.method === method));
   }
 
   /** Answers the next request of `method` under the path prefix `path` with `reply` instead (a 429, a 503). */
@@ -78,11 +81,56 @@ export abstract class RecordingUpstream {
     this.injected.push({ method, path, reply });
   }
 
+  /** Resolves once `check` holds; checked after every request and whenever the fake calls notify(). */
+  until(check: () => boolean): Promise<void> {
+    if (check()) return Promise.resolve();
+    return new Promise((resolve) => this.waiters.push({ check, resolve }));
+  }
+
   close(): Promise<void> {
     const server = this.server;
     if (!server) return Promise.resolve();
     server.closeAllConnections();
     return new Promise((resolve) => server.close(() => resolve()));
+  }
+
+  /** Wakes the until() callers whose check now holds. */
+  protected notify(): void {
+    for (const waiter of [...this.waiters]) {
+      if (waiter.check()) {
+        this.waiters.splice(this.waiters.indexOf(waiter), 1);
+        waiter.resolve();
+      }
+    }
+  }
+
+  /** Reads and records a request: its body, parsed when it is JSON or a form. */
+  private async receive(req: http.IncomingMessage): Promise<RecordedRequest> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of req) chunks.push(chunk as Buffer);
+    const url = new URL(req.url!, 'http://fake');
+    const body = Buffer.concat(chunks);
+    const contentType = req.headers['content-type'] ?? '';
+    const recorded: RecordedRequest = { method: req.method!, path: url.pathname, query: Object.fromEntries(url.searchParams), target: req.url!, headers: req.headers, body };
+    if (contentType.includes('json') && body.length > 0) {
+      try {
+        recorded.json = JSON.parse(body.toString('utf8'));
+      } catch {
+        // Kept as bytes: the fake answers a malformed body as its upstream does.
+      }
+    }
+    if (contentType.startsWith('multipart/form-data')) {
+      const form = await new Request('http://fake/', { method: 'POST', headers: { 'content-type': contentType }, body: new Uint8Array(body) }).formData();
+      recorded.fields = [];
+      recorded.files = [];
+      for (const [field, value] of form.entries()) {
+        if (typeof value === 'string') recorded.fields.push([field, value]);
+        else recorded.files.push({ field, fileName: value.name, type: value.type, data: Buffer.from(await value.arrayBuffer()) });
+      }
+    }
+    this.requests.push(recorded);
+    this.notify();
+    return recorded;
   }
 }
 
@@ -93,11 +141,6 @@ export abstract class ReplyingUpstream extends RecordingUpstream {
   protected async handle(req: RecordedRequest, res: http.ServerResponse): Promise<void> {
     sendReply(res, await this.route(req));
   }
-}
-
-/** The fields and files of a multipart/form-data request. */
-export function formData(req: RecordedRequest): Promise<FormData> {
-  return new Request('http://fake/', { method: 'POST', headers: { 'content-type': String(req.headers['content-type']) }, body: new Uint8Array(req.body) }).formData();
 }
 
 /** Answers with a JSON body. */

@@ -5,7 +5,7 @@
  * Waiting/Generating/Done/Failed, POST /download listing the model and preview.webp.
  */
 import { randomUUID } from 'node:crypto';
-import { ReplyingUpstream, formData, type RecordedRequest, type Reply } from './recording-upstream.ts';
+import { ReplyingUpstream, type RecordedRequest, type Reply } from './recording-upstream.ts';
 import { sampleGlb, samplePicture } from './upstream-media.ts';
 
 export const RODIN_KEY = 'rodin-test-key';
@@ -59,14 +59,12 @@ export class FakeRodin extends ReplyingUpstream {
     return { status: 404, body: { error: 'NOT_FOUND' } };
   }
 
-  private async submit(req: RecordedRequest): Promise<Reply> {
+  private submit(req: RecordedRequest): Reply {
     if (!String(req.headers['content-type']).startsWith('multipart/form-data')) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'multipart/form-data only' } };
-    const form = await formData(req);
-    const submit: RodinSubmit = { fields: [], images: [] };
-    for (const [name, value] of form.entries()) {
-      if (typeof value === 'string') submit.fields.push([name, value]);
-      else if (name === 'images') submit.images.push({ name: value.name, type: value.type, size: value.size });
-    }
+    const submit: RodinSubmit = {
+      fields: req.fields ?? [],
+      images: (req.files ?? []).filter((f) => f.field === 'images').map((f) => ({ name: f.fileName, type: f.type, size: f.data.length })),
+    };
     this.submits.push(submit);
     const field = (name: string) => submit.fields.find(([n]) => n === name)?.[1];
     if (!field('prompt') && submit.images.length === 0) return { status: 400, body: { error: 'INVALID_REQUEST', message: 'prompt or images required' } };
