@@ -3,7 +3,7 @@
 // 50 connections, non-streaming and streaming; the latency Gengate adds per call and before the
 // first streamed chunk (sequential calls timed to the microsecond); the server's RSS idle and under
 // load. The upstream is the test fake, run in a process of its own so the two do not share an event loop.
-// BENCH_DURATION_S (default 5) sets each load run, BENCH_PROBE_CALLS (default 1000) the sequential calls.
+// BENCH_DURATION_S (default 5) sets each load run, BENCH_PROBE_CALLS (default 3000) the sequential calls.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
@@ -12,7 +12,7 @@ import { startFakeChatUpstream } from '../test/fakes/openai-chat-upstream.ts';
 import { createToken, rssMb, startBenchServer } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
-const PROBE_CALLS = Number(process.env.BENCH_PROBE_CALLS ?? 1000);
+const PROBE_CALLS = Number(process.env.BENCH_PROBE_CALLS ?? 3000);
 const UPSTREAM_KEY = 'sk-bench-upstream';
 const bodyOf = (stream: boolean) => JSON.stringify({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'Hello there, how are you today?' }], stream });
 
