@@ -1,7 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import type { GenerationEngine, GenerationJob } from '../src/providers/spec.ts';
 import { audioMetadata, decodePcm, download, rms } from './support/audio.ts';
+import { itAccepts, itRejects, jobRecorder, without } from './support/request-validation.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
@@ -103,23 +103,21 @@ describe('song generation on the local engine', () => {
 describe('song request validation', () => {
   let srv: TestServer;
   let token: string;
-  const jobs: GenerationJob[] = [];
   // Accepted requests reach this engine instead of being synthesized.
-  const engine: GenerationEngine = { cancellable: true, run: async (job) => (jobs.push(job), { files: [] }) };
+  const { engine, jobs } = jobRecorder();
   before(async () => {
     srv = await startTestServer({}, { engines: { engineFor: () => engine } });
     token = await srv.tokenFor('validator');
   });
   after(() => srv.close());
 
-  const without = (key: string) => Object.fromEntries(Object.entries(SONG).filter(([k]) => k !== key));
-  const rejected: [string, Json, number, string, string][] = [
-    ['no prompt', without('prompt'), 400, 'missing_parameter', 'prompt'],
+  itRejects((body) => submit(srv, token, body), [
+    ['no prompt', without(SONG, 'prompt'), 400, 'missing_parameter', 'prompt'],
     ['empty prompt', { ...SONG, prompt: '' }, 400, 'invalid_parameter', 'prompt'],
-    ['no model', without('model'), 400, 'missing_parameter', 'model'],
-    ['no tags', without('tags'), 400, 'missing_parameter', 'tags'],
+    ['no model', without(SONG, 'model'), 400, 'missing_parameter', 'model'],
+    ['no tags', without(SONG, 'tags'), 400, 'missing_parameter', 'tags'],
     ['empty tags', { ...SONG, tags: '' }, 400, 'invalid_parameter', 'tags'],
-    ['no negativeTags', without('negativeTags'), 400, 'missing_parameter', 'negativeTags'],
+    ['no negativeTags', without(SONG, 'negativeTags'), 400, 'missing_parameter', 'negativeTags'],
     ['vocalGender x', { ...SONG, vocalGender: 'x' }, 400, 'invalid_parameter', 'vocalGender'],
     ['makeInstrumental as text', { ...SONG, makeInstrumental: 'yes' }, 400, 'invalid_parameter', 'makeInstrumental'],
     ['customMode as number', { ...SONG, customMode: 1 }, 400, 'invalid_parameter', 'customMode'],
@@ -134,38 +132,14 @@ describe('song request validation', () => {
     ['an unknown field', { ...SONG, lyrics: 'la la' }, 400, 'unsupported_parameter', 'lyrics'],
     ['an unknown model', { ...SONG, model: 'no-such-model' }, 404, 'model_not_found', 'model'],
     ['a speech model', { ...SONG, model: 'minimax-speech-02-hd' }, 400, 'model_capability_mismatch', 'model'],
-  ];
-  for (const [name, body, status, code, param] of rejected) {
-    it(`rejects ${name}: ${status} ${code} on ${param}`, async () => {
-      const res = await submit(srv, token, body);
-      const error: Json = (await res.json()).error;
-      assert.equal(res.status, status, JSON.stringify(error));
-      assert.equal(error.code, code);
-      assert.equal(error.param, param);
-      assert.equal(error.type, status === 404 ? 'not_found_error' : 'invalid_request_error');
-    });
-  }
+  ]);
 
-  const accepted: [string, Json][] = [
+  itAccepts({ submit: (body) => submit(srv, token, body), jobs, endpoint: 'song.generations', type: 'audio' }, [
     ['the required fields only', { model: 'suno-v4.5', prompt: 'x', tags: 'rock', negativeTags: '' }],
     ['negativeTags text', { ...SONG, negativeTags: 'metal, drums' }],
     ['vocalGender m', { ...SONG, vocalGender: 'm' }],
     ['makeInstrumental and customMode', { ...SONG, makeInstrumental: true, customMode: true }],
     ['two-decimal weights at the ends and between', { ...SONG, styleWeight: 0, weirdnessConstraint: 1, audioWeight: 0.29 }],
     ['one-decimal weights', { ...SONG, styleWeight: 0.5, weirdnessConstraint: 0.1, audioWeight: 0.07 }],
-  ];
-  for (const [name, body] of accepted) {
-    it(`accepts ${name} and hands the fields to the engine as sent`, async () => {
-      const res = await submit(srv, token, body);
-      const draw: Json = await res.json();
-      assert.equal(res.status, 200, JSON.stringify(draw));
-      assert.equal(draw.status, 'success');
-      assert.equal(draw.type, 'audio');
-      const job = jobs.find((j) => j.taskId === draw.task_id)!;
-      assert.equal(job.endpoint, 'song.generations');
-      assert.equal(job.model.alias, body.model);
-      const { model: _model, ...input } = body;
-      assert.deepEqual(job.input, input);
-    });
-  }
+  ]);
 });

@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { BUILTIN_CATALOG_PATH } from '../src/catalog/catalog.ts';
-import type { GenerationEngine, GenerationJob } from '../src/providers/spec.ts';
 import { audioMetadata, decodePcm, download, rms } from './support/audio.ts';
+import { itAccepts, itRejects, jobRecorder, without } from './support/request-validation.ts';
 import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
@@ -125,9 +125,8 @@ describe('speech request validation', () => {
   let srv: TestServer;
   let token: string;
   const catalogDir = tempDataDir();
-  const jobs: GenerationJob[] = [];
   // Accepted requests reach this engine instead of being spoken.
-  const engine: GenerationEngine = { cancellable: true, run: async (job) => (jobs.push(job), { files: [] }) };
+  const { engine, jobs } = jobRecorder();
   before(async () => {
     // One more model: no voice list, its own volume range and formats, no emotion control.
     const catalog: Json = JSON.parse(readFileSync(BUILTIN_CATALOG_PATH, 'utf8'));
@@ -148,16 +147,15 @@ describe('speech request validation', () => {
     rmSync(catalogDir, { recursive: true, force: true });
   });
 
-  const without = (key: string) => Object.fromEntries(Object.entries(SPEECH).filter(([k]) => k !== key));
   const OPEN = { model: 'open-voices', text: SENTENCE, voice_id: 'my-own-voice' };
-  const rejected: [string, Json, number, string, string][] = [
-    ['no text', without('text'), 400, 'missing_parameter', 'text'],
+  itRejects((body) => submit(srv, token, body), [
+    ['no text', without(SPEECH, 'text'), 400, 'missing_parameter', 'text'],
     ['empty text', { ...SPEECH, text: '' }, 400, 'invalid_parameter', 'text'],
     ['blank text', { ...SPEECH, text: ' \n ' }, 400, 'invalid_parameter', 'text'],
     ['text over 10000 characters', { ...SPEECH, text: 'a'.repeat(10_001) }, 400, 'invalid_parameter', 'text'],
-    ['no voice_id', without('voice_id'), 400, 'missing_parameter', 'voice_id'],
+    ['no voice_id', without(SPEECH, 'voice_id'), 400, 'missing_parameter', 'voice_id'],
     ['an unknown voice_id', { ...SPEECH, voice_id: 'Nobody' }, 400, 'invalid_parameter', 'voice_id'],
-    ['no model', without('model'), 400, 'missing_parameter', 'model'],
+    ['no model', without(SPEECH, 'model'), 400, 'missing_parameter', 'model'],
     ['an unknown model', { ...SPEECH, model: 'no-such-model' }, 404, 'model_not_found', 'model'],
     ['a music model', { ...SPEECH, model: 'suno-v5' }, 400, 'model_capability_mismatch', 'model'],
     ['speed below 0.5', { ...SPEECH, speed: 0.4 }, 400, 'invalid_parameter', 'speed'],
@@ -175,18 +173,9 @@ describe('speech request validation', () => {
     ['a format the model does not write', { ...OPEN, format: 'flac' }, 400, 'invalid_parameter', 'format'],
     ['an empty text_file_id', { ...SPEECH, text_file_id: '' }, 400, 'invalid_parameter', 'text_file_id'],
     ['an unknown field', { ...SPEECH, voice_setting: {} }, 400, 'unsupported_parameter', 'voice_setting'],
-  ];
-  for (const [name, body, status, code, param] of rejected) {
-    it(`rejects ${name}: ${status} ${code} on ${param}`, async () => {
-      const res = await submit(srv, token, body);
-      const error: Json = (await res.json()).error;
-      assert.equal(res.status, status, JSON.stringify(error));
-      assert.equal(error.code, code);
-      assert.equal(error.param, param);
-    });
-  }
+  ]);
 
-  const accepted: [string, Json][] = [
+  itAccepts({ submit: (body) => submit(srv, token, body), jobs, endpoint: 'speech.generations', type: 'audio' }, [
     ['the required fields only', SPEECH],
     ['every field', { ...SPEECH, text_file_id: 'blake3:' + 'a'.repeat(64), speed: 1.25, vol: 2.5, pitch: -3, emotion: 'sad', format: 'flac' }],
     ['speed 0.5', { ...SPEECH, speed: 0.5 }],
@@ -199,18 +188,5 @@ describe('speech request validation', () => {
     ['any voice on a model that lists none', OPEN],
     ['vol at the top of the model\'s volume_range', { ...OPEN, vol: 5 }],
     ['a format the model writes', { ...OPEN, format: 'wav' }],
-  ];
-  for (const [name, body] of accepted) {
-    it(`accepts ${name} and hands the fields to the engine as sent`, async () => {
-      const res = await submit(srv, token, body);
-      const draw: Json = await res.json();
-      assert.equal(res.status, 200, JSON.stringify(draw));
-      assert.equal(draw.status, 'success');
-      const job = jobs.find((j) => j.taskId === draw.task_id)!;
-      assert.equal(job.endpoint, 'speech.generations');
-      assert.equal(job.model.alias, body.model);
-      const { model: _model, ...input } = body;
-      assert.deepEqual(job.input, input);
-    });
-  }
+  ]);
 });
