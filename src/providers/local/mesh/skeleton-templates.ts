@@ -44,6 +44,9 @@ function mirrored(limb: JointTemplate[]): JointTemplate[] {
   }));
 }
 
+/** A left-side limb and its mirror on the right. */
+const bothSides = (left: JointTemplate[]): JointTemplate[] => [...left, ...mirrored(left)];
+
 /** Legs of a many-legged body: pairs along z, alternating phase like a tripod or wave gait. */
 function legPairs(parent: string, zs: number[]): JointTemplate[] {
   return zs.flatMap((z, i) => {
@@ -53,7 +56,7 @@ function legPairs(parent: string, zs: number[]): JointTemplate[] {
       j(`LeftLeg${i + 1}Knee`, `LeftLeg${i + 1}`, [0.86, 0.35, z], { group: 'leg', side: 1, phase, segment: 1 }),
       j(`LeftLeg${i + 1}Foot`, `LeftLeg${i + 1}Knee`, [0.97, 0.03, z], { group: 'leg', side: 1, phase, segment: 2 }),
     ];
-    return [...left, ...mirrored(left)];
+    return bothSides(left);
   });
 }
 
@@ -101,8 +104,7 @@ export const SKELETONS: Record<RigType, JointTemplate[]> = {
     j('Chest', 'Spine', [0.5, 0.66, 0.5], { group: 'spine', segment: 1 }),
     j('Neck', 'Chest', [0.5, 0.78, 0.5], { group: 'neck' }),
     j('Head', 'Neck', [0.5, 0.86, 0.5], { group: 'head' }),
-    ...BIPED_LEFT,
-    ...mirrored(BIPED_LEFT),
+    ...bothSides(BIPED_LEFT),
   ],
   quadruped: [
     j('Hips', null, [0.5, 0.62, 0.28], { group: 'root' }),
@@ -112,9 +114,8 @@ export const SKELETONS: Record<RigType, JointTemplate[]> = {
     j('Head', 'Neck', [0.5, 0.86, 0.94], { group: 'head' }),
     j('Tail', 'Hips', [0.5, 0.68, 0.12], { group: 'tail', segment: 0 }),
     j('TailTip', 'Tail', [0.5, 0.8, 0.02], { group: 'tail', segment: 1 }),
-    ...QUADRUPED_LEFT,
     // Diagonal pairs move together: the right legs are half a cycle from their left partners.
-    ...mirrored(QUADRUPED_LEFT),
+    ...bothSides(QUADRUPED_LEFT),
   ],
   hexapod: [
     j('Thorax', null, [0.5, 0.5, 0.5], { group: 'root' }),
@@ -134,8 +135,7 @@ export const SKELETONS: Record<RigType, JointTemplate[]> = {
     j('Neck', 'Spine', [0.5, 0.7, 0.7], { group: 'neck' }),
     j('Head', 'Neck', [0.5, 0.85, 0.85], { group: 'head' }),
     j('Tail', 'Hips', [0.5, 0.45, 0.1], { group: 'tail' }),
-    ...AVIAN_LEFT,
-    ...mirrored(AVIAN_LEFT),
+    ...bothSides(AVIAN_LEFT),
   ],
   serpentine: [j('Root', null, [0.5, 0.5, 0.5], { group: 'root' }), ...chain('Spine', 'Root', [0.5, 0.5, 0.98], [0.5, 0.5, 0.02], 8, 'spine')],
   aquatic: [
