@@ -14,7 +14,7 @@ import { eventually } from './wait.ts';
 export type Json = any;
 
 /** Task statuses a task never leaves. */
-export const TERMINAL_STATUSES = ['success', 'failed', 'rejected', 'cancelled'];
+const TERMINAL_STATUSES = ['success', 'failed', 'rejected', 'cancelled'];
 
 // ---- adapters called directly ----
 
@@ -103,14 +103,9 @@ export class GatewayUser {
     }, timeoutMs);
   }
 
-  /** Waits until the task's status is one of `statuses` (an end by default) and answers its record. */
-  settled(taskId: string, statuses = TERMINAL_STATUSES): Promise<Json> {
-    return this.recordWhen(taskId, (r) => statuses.includes(r.queue_status?.status));
-  }
-
-  /** Like settled, answering the record's queue_status. */
-  async settledStatus(taskId: string, statuses = TERMINAL_STATUSES): Promise<Json> {
-    return (await this.settled(taskId, statuses)).queue_status;
+  /** Waits until the task has ended and answers its queue_status. */
+  async settledStatus(taskId: string): Promise<Json> {
+    return (await this.recordWhen(taskId, (r) => TERMINAL_STATUSES.includes(r.queue_status?.status))).queue_status;
   }
 
   /** The queue_status of the task a synchronous request failed: the answer must be 502 task_failed. */
