@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
-import { createParser } from 'eventsource-parser';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
+import { sseData } from './support/sse.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -11,20 +11,9 @@ type Json = any;
 const API_KEY_ENV = 'CHAT_TEST_OPENAI_KEY';
 const API_KEY = 'sk-test-chat-123';
 
-/** The `data` of each event of an SSE response, as it arrives. */
-async function* sseEvents(res: Response): AsyncGenerator<string> {
-  const queue: string[] = [];
-  const parser = createParser({ onEvent: (event) => void queue.push(event.data) });
-  const decoder = new TextDecoder();
-  for await (const bytes of res.body!) {
-    parser.feed(decoder.decode(bytes as Uint8Array, { stream: true }));
-    while (queue.length > 0) yield queue.shift()!;
-  }
-}
-
 async function allEvents(res: Response): Promise<string[]> {
   const events: string[] = [];
-  for await (const data of sseEvents(res)) events.push(data);
+  for await (const data of sseData(res)) events.push(data);
   return events;
 }
 
@@ -280,7 +269,7 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     fake.script({ kind: 'hold', afterChunks: 1, release: new Promise<void>((resolve) => (release = resolve)) });
     const res = await chat({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'alpha beta gamma delta' }] });
     assert.equal(res.status, 200);
-    const events = sseEvents(res);
+    const events = sseData(res);
     const seen: Json[] = [];
     // The upstream holds after "Echo:"; that chunk must already be here.
     while (contentOf(seen) !== 'Echo:') {
@@ -375,7 +364,7 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     fake.script({ kind: 'hold', afterChunks: 1, release: new Promise<void>((resolve) => (release = resolve)) });
     const client = new AbortController();
     const res = await chat({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'long answer here' }] }, token, { signal: client.signal });
-    const events = sseEvents(res);
+    const events = sseData(res);
     assert.ok(!(await events.next()).done);
     const abortSeen = fake.nextAbort();
     client.abort();

@@ -2,7 +2,6 @@
  * Tripo V2 OpenAPI (family C and the Tripo edit models): gateway 3D requests → POST /task bodies,
  * task replies → generated files. Pure functions (glTF-Transform only reads bytes).
  */
-import { NodeIO } from '@gltf-transform/core';
 import { guessMimeType } from '../../files/file-service.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
@@ -315,6 +314,8 @@ export function resultFile(link: ResultLink, data: Buffer): GeneratedFile {
 export async function glbPartNames(data: Buffer): Promise<string[] | undefined> {
   if (data.subarray(0, 4).toString('latin1') !== 'glTF') return undefined;
   try {
+    // glTF-Transform loads here: only a segmentation result needs it.
+    const { NodeIO } = await import('@gltf-transform/core');
     const doc = await new NodeIO().readBinary(new Uint8Array(data.buffer, data.byteOffset, data.byteLength));
     return doc.getRoot().listNodes().filter((n) => n.getMesh()).map((n) => n.getName()).filter((name) => name !== '');
   } catch {
