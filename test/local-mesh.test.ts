@@ -513,11 +513,11 @@ describe('local mesh conversion', () => {
 
   it('refuses what it cannot write, and converts deterministically', async () => {
     // Fields the engine cannot honour are refused before the task starts.
-    assert.throws(() => engine.check(job('edit.convert', { format: 'PLY' })), TaskRejectedError);
-    assert.throws(() => engine.check(job('edit.convert', { format: 'FBX', texture_format: 'HDR' })), TaskRejectedError);
-    assert.throws(() => engine.check(job('edit.stylize', { style: 'cubist' })), TaskRejectedError);
-    assert.throws(() => engine.check(job('edit.retarget_animation', { animations: ['preset:moonwalk'] })), TaskRejectedError);
-    engine.check(job('edit.convert', { format: 'FBX', texture_format: 'TARGA' }));
+    await assert.rejects(engine.check(job('edit.convert', { format: 'PLY' })), TaskRejectedError);
+    await assert.rejects(engine.check(job('edit.convert', { format: 'FBX', texture_format: 'HDR' })), TaskRejectedError);
+    await assert.rejects(engine.check(job('edit.stylize', { style: 'cubist' })), TaskRejectedError);
+    await assert.rejects(engine.check(job('edit.retarget_animation', { animations: ['preset:moonwalk'] })), TaskRejectedError);
+    await engine.check(job('edit.convert', { format: 'FBX', texture_format: 'TARGA' }));
     await assert.rejects(convert(await texturedModel(), { format: 'GLTF', texture_format: 'OPEN_EXR' }), TaskRejectedError);
     await assert.rejects(convert(await texturedModel(), { format: 'USDZ', texture_format: 'WEBP' }), TaskRejectedError);
     await assert.rejects(convert(await texturedModel(), { format: 'PLY' }), TaskRejectedError);
