@@ -70,12 +70,21 @@ export class TokenService {
     return timingSafeEqual(a, Buffer.from(this.adminTokenHash, 'hex'));
   }
 
+  /**
+   * The cached lookup of a bearer token, answered without waiting: its principal, undefined when
+   * it is known to be unknown, or `miss` when only authenticate() can say.
+   */
+  cachedPrincipal(token: string): Principal | undefined | 'miss' {
+    const cached = this.cache.get(hashToken(token));
+    return cached && cached.expiresAt > Date.now() ? cached.principal : 'miss';
+  }
+
   /** The principal of a bearer token, or undefined when it is unknown. */
   async authenticate(token: string): Promise<Principal | undefined> {
+    const cached = this.cachedPrincipal(token);
+    if (cached !== 'miss') return cached;
     const hash = hashToken(token);
     const now = Date.now();
-    const cached = this.cache.get(hash);
-    if (cached && cached.expiresAt > now) return cached.principal;
     let principal: Principal | undefined;
     if (hash === this.adminTokenHash) principal = { userId: ADMIN_USER_ID, tokenId: 'admin', isAdmin: true };
     else {

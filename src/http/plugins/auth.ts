@@ -21,25 +21,48 @@ function bearerOf(request: FastifyRequest): string | undefined {
 /** Bearer auth on /v1, /api, /upload (API tokens) and /admin (the admin token only), CONTRACT §2. */
 export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
   app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', async (request) => {
-    // Decide on the matched route pattern, never the raw URL: the router decodes the path
-    // (`/%61dmin/…` reaches /admin/…), so a raw-URL check could be walked around.
-    const url = request.routeOptions.url;
-    if (url === undefined) return; // no route: the not-found handler answers
-    const isAdminRoute = url.startsWith('/admin/') || url === '/admin';
-    if (!isAdminRoute && !PROTECTED_PREFIXES.some((p) => url.startsWith(p))) return;
-    const token = bearerOf(request);
-    if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
-    if (isAdminRoute) {
-      if (tokens.isAdminToken(token)) {
-        request.principal = { userId: 'admin', tokenId: 'admin', isAdmin: true };
-        return;
-      }
-      if (await tokens.authenticate(token)) throw new ApiError('admin_required', 'this route needs the admin token');
-      throw new ApiError('invalid_api_key', 'unknown or revoked token');
+  app.addHook('onRequest', (request, _reply, done) => {
+    let settled: Promise<void> | undefined;
+    try {
+      settled = authorize(request, tokens);
+    } catch (err) {
+      done(err as Error);
+      return;
     }
-    const principal = await tokens.authenticate(token);
+    // A cached token is decided at once; only a lookup in the store waits.
+    if (settled) settled.then(() => done(), done);
+    else done();
+  });
+}
+
+/**
+ * Sets the request's principal, or throws the contract's 401/403. Answers a promise only when
+ * the token has to be looked up in the store.
+ */
+function authorize(request: FastifyRequest, tokens: TokenService): Promise<void> | undefined {
+  // Decide on the matched route pattern, never the raw URL: the router decodes the path
+  // (`/%61dmin/…` reaches /admin/…), so a raw-URL check could be walked around.
+  const url = request.routeOptions.url;
+  if (url === undefined) return undefined; // no route: the not-found handler answers
+  const isAdminRoute = url.startsWith('/admin/') || url === '/admin';
+  if (!isAdminRoute && !PROTECTED_PREFIXES.some((p) => url.startsWith(p))) return undefined;
+  const token = bearerOf(request);
+  if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
+  if (isAdminRoute) {
+    if (tokens.isAdminToken(token)) {
+      request.principal = { userId: 'admin', tokenId: 'admin', isAdmin: true };
+      return undefined;
+    }
+    return tokens.authenticate(token).then((principal) => {
+      throw principal ? new ApiError('admin_required', 'this route needs the admin token') : new ApiError('invalid_api_key', 'unknown or revoked token');
+    });
+  }
+  const accept = (principal: Principal | undefined): void => {
     if (!principal) throw new ApiError('invalid_api_key', 'unknown or revoked token');
     request.principal = principal;
-  });
+  };
+  const cached = tokens.cachedPrincipal(token);
+  if (cached === 'miss') return tokens.authenticate(token).then(accept);
+  accept(cached);
+  return undefined;
 }
