@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
-import { UpstreamClient, backoffMs } from '../upstream-client.ts';
+import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 
@@ -71,7 +71,7 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
   // Result files live on COS hosts: nothing signed goes there.
   const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
   const host = api.urlOf('/').host;
-  const retry = ctx.client.retry ?? { attempts: 3, baseDelayMs: 500, maxDelayMs: 10_000 };
+  const retry = ctx.client.retry ?? DEFAULT_RETRY;
 
   /** One signed action; a busy answer is sent again (re-signed), a refusal fails the task with Tencent's message. */
   async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<Record<string, unknown>> {
