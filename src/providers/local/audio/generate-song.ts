@@ -1,10 +1,11 @@
 import type { GenerationJob, GenerationOutput, RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
+import { mulberry32 } from '../seeded-random.ts';
 import { encodeAudio, softLimit } from './encode-audio.ts';
 import { MESPEAK_SAMPLE_RATE, speakUtterances } from './mespeak.ts';
 import { planSong, type SongInput, type SongPlan } from './song-plan.ts';
 import { voiceForText } from './speech-voice.ts';
-import { MUSIC_SAMPLE_RATE, random, renderBackingTrack, songTiming, type StereoTrack } from './synthesize-music.ts';
+import { MUSIC_SAMPLE_RATE, renderBackingTrack, songTiming, type StereoTrack } from './synthesize-music.ts';
 
 /** Distinct lyric lines sung, and words per line. */
 const MAX_LYRIC_LINES = 16;
@@ -73,7 +74,7 @@ function upsample(samples: Float32Array): Float32Array {
 async function addVocals(track: StereoTrack, plan: SongPlan, input: SongInput, signal: AbortSignal): Promise<void> {
   const lines = lyricLines(input);
   if (lines.length === 0) return;
-  const gender = input.vocalGender ?? (random(plan.seed)() < 0.5 ? 'm' : 'f');
+  const gender = input.vocalGender ?? (mulberry32(plan.seed)() < 0.5 ? 'm' : 'f');
   const voices = await speakUtterances(
     voiceForText(lines.join(' ')),
     lines.map((text, i) => ({

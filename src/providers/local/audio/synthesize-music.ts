@@ -1,3 +1,4 @@
+import { mulberry32 } from '../seeded-random.ts';
 import type { SongPlan } from './song-plan.ts';
 
 /** Sample rate of the songs the local engine writes. */
@@ -17,18 +18,6 @@ const FADE_OUT_SECONDS = 2;
 export interface StereoTrack {
   left: Float32Array;
   right: Float32Array;
-}
-
-/** Small deterministic generator (mulberry32): the same seed, the same song. */
-export function random(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const frequency = (midi: number) => 440 * 2 ** ((midi - 69) / 12);
@@ -146,7 +135,7 @@ export function renderBackingTrack(plan: SongPlan): StereoTrack {
   const { barSamples, beatSamples, bars, totalSamples } = timing;
   const eighth = beatSamples / 2;
   const track: StereoTrack = { left: new Float32Array(totalSamples), right: new Float32Array(totalSamples) };
-  const next = random(plan.seed);
+  const next = mulberry32(plan.seed);
   const scale = plan.minor ? MINOR_SCALE : MAJOR_SCALE;
   const pentatonic = plan.minor ? MINOR_PENTATONIC : MAJOR_PENTATONIC;
   const bassPattern = Array.from({ length: 8 }, (_, i) => i === 0 || next() < 0.45);

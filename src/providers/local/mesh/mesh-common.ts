@@ -8,6 +8,7 @@ import { ALL_EXTENSIONS } from '@gltf-transform/extensions';
 import { clearNodeTransform, flatten, getBounds, prune } from '@gltf-transform/functions';
 import { MeshoptDecoder, MeshoptEncoder, MeshoptSimplifier } from 'meshoptimizer';
 import { TaskFailedError } from '../../spec.ts';
+import { mulberry32 } from '../seeded-random.ts';
 
 /** Triangle geometry of one primitive, positions in the node's space. */
 export interface MeshArrays {
@@ -49,15 +50,9 @@ export function digestOf(...parts: unknown[]): Buffer {
   return hash.digest();
 }
 
-/** A deterministic uniform [0, 1) generator (mulberry32) seeded by a digest. */
+/** A deterministic uniform [0, 1) generator seeded by a digest. */
 export function seededRandom(seed: Buffer): () => number {
-  let state = seed.readUInt32LE(0) ^ seed.readUInt32LE(4);
-  return () => {
-    state = (state + 0x6d2b79f5) | 0;
-    let t = Math.imul(state ^ (state >>> 15), 1 | state);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  return mulberry32(seed.readUInt32LE(0) ^ seed.readUInt32LE(4));
 }
 
 /** Parses a GLB or a self-contained .gltf; anything else is a broken input for the engine. */
