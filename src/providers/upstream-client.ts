@@ -23,6 +23,8 @@ export interface UpstreamClientOptions {
   concurrency?: number;
   retry?: RetryPolicy;
   fetch?: typeof fetch;
+  /** The upstream's own words in an error body (its JSON envelope unwrapped); default: the body text. */
+  errorMessage?: (text: string) => string;
 }
 
 export interface UpstreamRequest {
@@ -176,7 +178,8 @@ export class UpstreamClient {
         await delay(Math.min(wait, this.retry.maxDelayMs * 6), undefined, { signal: req.signal });
         continue;
       }
-      throw new UpstreamError(`${this.opts.provider} answered HTTP ${res.status}`, errorText(body) || `HTTP ${res.status}`, res.status);
+      const text = errorText(body) || `HTTP ${res.status}`;
+      throw new UpstreamError(`${this.opts.provider} answered HTTP ${res.status}`, this.opts.errorMessage?.(text) ?? text, res.status);
     }
   }
 }

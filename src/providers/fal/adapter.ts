@@ -1,7 +1,7 @@
 import { downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskRejectedError } from '../spec.ts';
-import { UpstreamClient, UpstreamError, type UpstreamRequest, type UpstreamResponse } from '../upstream-client.ts';
+import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
 
@@ -17,18 +17,9 @@ type FalRef = { provider: string; task_id: string; status_url: string; response_
  */
 export const falAdapter: AdapterFactory = (ctx) => {
   const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;
-  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: { authorization: `Key ${ctx.apiKey ?? ''}` } });
+  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: { authorization: `Key ${ctx.apiKey ?? ''}` }, errorMessage: errorText });
   // Result files live on fal's CDN: the key does not go there.
   const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
-
-  async function send(req: UpstreamRequest): Promise<UpstreamResponse> {
-    try {
-      return await api.request(req);
-    } catch (err) {
-      if (err instanceof UpstreamError && err.originalMessage) throw new UpstreamError(err.message, errorText(err.originalMessage), err.status);
-      throw err;
-    }
-  }
 
   return upstreamTaskEngine<FalRef>({
     check(job) {
@@ -40,14 +31,14 @@ export const falAdapter: AdapterFactory = (ctx) => {
       for (const ref of imageRefs(job.input)) urls.push(await fetchableUrl(ref, run, 'image.png'));
       const { input, dropped } = falInput(job, urls);
       if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'request fields fal does not take were not sent');
-      const res = await send({ path: `/${endpointIdOf(job)}`, json: input, signal: run.signal });
+      const res = await api.request({ path: `/${endpointIdOf(job)}`, json: input, signal: run.signal });
       const queued = submitted(replyJson(res, ctx.provider, 'the queue submit'));
       return { provider: ctx.provider, task_id: queued.requestId, status_url: queued.statusUrl, response_url: queued.responseUrl };
     },
     async poll(ref, _job, run) {
-      const state = queueState(replyJson(await send({ path: ref.status_url, signal: run.signal }), ctx.provider, 'the status query'));
+      const state = queueState(replyJson(await api.request({ path: ref.status_url, signal: run.signal }), ctx.provider, 'the status query'));
       if (state.state !== 'completed') return state;
-      const links = resultLinks(replyJson(await send({ path: ref.response_url, signal: run.signal }), ctx.provider, 'the result query'));
+      const links = resultLinks(replyJson(await api.request({ path: ref.response_url, signal: run.signal }), ctx.provider, 'the result query'));
       const files = await Promise.all(links.map(async (link) => resultFile(link, (await downloadFile(storage, link.url, run.signal)).data)));
       return { state: 'succeeded', output: { files } };
     },

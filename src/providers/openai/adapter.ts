@@ -1,6 +1,6 @@
 import type { AdapterFactory } from '../registry.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile, type RunContext } from '../spec.ts';
-import { UpstreamClient, UpstreamError, type UpstreamResponse } from '../upstream-client.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile } from '../spec.ts';
+import { UpstreamClient } from '../upstream-client.ts';
 import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
@@ -20,23 +20,14 @@ function refsOf(value: unknown): string[] {
  */
 export const openaiImagesAdapter: AdapterFactory = (ctx) => {
   const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;
-  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: ctx.apiKey ? { authorization: `Bearer ${ctx.apiKey}` } : {} });
+  // The upstream's own words as original_error_message, not its JSON envelope.
+  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: ctx.apiKey ? { authorization: `Bearer ${ctx.apiKey}` } : {}, errorMessage: upstreamErrorText });
   // Result URLs point at storage hosts: fetched without the API key.
   const downloads = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
 
   function endpointOf(job: GenerationJob): ImageEndpoint {
     if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
     return job.endpoint;
-  }
-
-  async function send(rc: RunContext, path: string, body: { json: unknown } | { body: FormData }): Promise<UpstreamResponse> {
-    try {
-      return await api.request({ path, ...body, signal: rc.signal });
-    } catch (err) {
-      // The upstream's own words as original_error_message, not its JSON envelope.
-      if (err instanceof UpstreamError && err.originalMessage) throw new UpstreamError(err.message, upstreamErrorText(err.originalMessage), err.status);
-      throw err;
-    }
   }
 
   return {
@@ -62,7 +53,7 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
         body = { json: fields };
       }
       await rc.remember({ [SAVED_KEY]: { sent_at: Date.now() } });
-      const res = await send(rc, endpoint === 'images.edits' ? '/images/edits' : '/images/generations', body);
+      const res = await api.request({ path: endpoint === 'images.edits' ? '/images/edits' : '/images/generations', ...body, signal: rc.signal });
       let parsed: unknown;
       try {
         parsed = res.json();

@@ -3,7 +3,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
-import { UpstreamClient, UpstreamError, type UpstreamRequest } from '../upstream-client.ts';
+import { UpstreamClient, type UpstreamRequest } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
   NEEDS_OWN_SOURCE,
@@ -82,18 +82,13 @@ export function s3PutHeaders(url: URL, body: Buffer, sts: StsToken, now = new Da
  */
 export const tripoAdapter: AdapterFactory = (ctx) => {
   const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;
-  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: { authorization: `Bearer ${ctx.apiKey ?? ''}` } });
+  const api = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: { authorization: `Bearer ${ctx.apiKey ?? ''}` }, errorMessage: errorText });
   // Result files and the S3 upload live on other hosts: no API key goes there.
   const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
 
   /** One call of the OpenAPI: its `data`, Tripo's own message as original_error_message on failure. */
   async function call(req: UpstreamRequest, what: string): Promise<Record<string, unknown>> {
-    try {
-      return envelopeData(replyJson(await api.request(req), ctx.provider, what), what);
-    } catch (err) {
-      if (err instanceof UpstreamError && err.originalMessage) throw new UpstreamError(err.message, errorText(err.originalMessage), err.status);
-      throw err;
-    }
+    return envelopeData(replyJson(await api.request(req), ctx.provider, what), what);
   }
 
   const createTask = async (body: Record<string, unknown>, run: RunContext) =>
