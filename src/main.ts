@@ -104,7 +104,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const agents = await createAgentServices({ db, bus, catalog, generations, tasks, files, chatModels, conversations, settings, logger: logger.child({ component: 'agent' }) });
+  const agents = await createAgentServices({ db, bus, catalog, generations, tasks, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
   const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat, agents };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });

@@ -1,12 +1,9 @@
 import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
-import type { CapabilityName } from '../catalog/schema.ts';
-import { adaptMessages, mediaSupportOf, normaliseMessages } from '../chat/content-parts.ts';
+import type { ChatService } from '../chat/chat-service.ts';
 import { StreamedReply } from '../chat/streamed-reply.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import type { FileService } from '../files/file-service.ts';
-import type { ChatModelRegistry } from '../providers/registry.ts';
 import type { ChatChunk, ChatMessage, ChatModel, ChatTool } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { AgentRow } from '../storage/schema.ts';
@@ -20,8 +17,6 @@ import type { GenerationTools } from './agent-tools.ts';
 import type { KnowledgeService, PassageHit } from './knowledge-service.ts';
 import { skillsPrompt, type SkillsService } from './skills-service.ts';
 
-/** The agent's model must be a chat model (CONTRACT §9: else 400 model_capability_mismatch). */
-const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
 /** The agent's name in run items when no agent was named. */
 const DEFAULT_AGENT_NAME = 'Assistant';
 
@@ -35,15 +30,13 @@ export interface AgentSettings {
 }
 
 export interface AgentServiceDeps extends AgentSettings {
-  chatModels: ChatModelRegistry;
-  resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
-  files: FileService;
+  /** The model and messages are checked and prepared as for chat completions. */
+  chat: ChatService;
   conversations: ConversationsRepo;
   skills: SkillsService;
   knowledge: KnowledgeService;
   tools: GenerationTools;
   runs: AgentRuns;
-  maxFileBytes: number;
   logger: Logger;
 }
 
@@ -96,14 +89,11 @@ export class AgentService {
   async start(input: ResponsesInput, caller: { ownerId: string; requestId: string }): Promise<AgentRun> {
     const { deps } = this;
     const { ownerId, requestId } = caller;
-    const model = deps.resolveModel(input.model, CHAT_CAPABILITIES);
-    const support = mediaSupportOf(model);
-    const upload = async (data: Buffer, fileName: string, mimeType: string) => (await deps.files.store(ownerId, data, fileName, mimeType)).url;
-    const [added, history, skills, agent] = await Promise.all([
-      normaliseMessages(inputMessages(input.input, [...imageParts(input.images), ...(input.attachments ?? [])]), { support, upload, maxBytes: deps.maxFileBytes }).catch((err: unknown) => {
+    const sent = inputMessages(input.input, [...imageParts(input.images), ...(input.attachments ?? [])]);
+    const [{ model, chatModel, added, messages: sentWithHistory }, skills, agent] = await Promise.all([
+      deps.chat.prepare(input.model, sent, ownerId, input.conversationId).catch((err: unknown) => {
         throw asInputParam(err);
       }),
-      input.conversationId === undefined ? [] : deps.conversations.history(ownerId, input.conversationId),
       deps.skills.selected(ownerId, input.skill_options),
       input.agentId !== undefined ? deps.knowledge.agentForRequest(ownerId, input.agentId) : input.useGlobalMainAgent ? deps.knowledge.mainAgent() : undefined,
     ]);
@@ -115,13 +105,12 @@ export class AgentService {
       skills.length > 0 ? skillsPrompt(skills) : '',
       passages.length > 0 ? knowledgePrompt(agent!.name, passages) : '',
     ].filter(Boolean).join('\n\n');
-    const messages = adaptMessages([...(system ? [{ role: 'system', content: system } as ChatMessage] : []), ...history, ...added], support);
     const plan: RunPlan = {
       ownerId,
       requestId,
       model,
-      chatModel: deps.chatModels.chatModelFor(model),
-      messages,
+      chatModel,
+      messages: system ? [{ role: 'system', content: system }, ...sentWithHistory] : sentWithHistory,
       added,
       conversationId: input.conversationId,
       agent,

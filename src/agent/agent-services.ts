@@ -2,8 +2,7 @@ import type { Logger } from 'pino';
 import type { Catalog } from '../catalog/catalog.ts';
 import type { Settings } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
-import type { FileService } from '../files/file-service.ts';
-import type { ChatModelRegistry } from '../providers/registry.ts';
+import type { ChatService } from '../chat/chat-service.ts';
 import type { Db } from '../storage/db.ts';
 import { AgentsRepo } from '../storage/repos/agents-repo.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
@@ -39,8 +38,7 @@ export interface AgentServicesDeps {
   catalog: Catalog;
   generations: GenerationService;
   tasks: TaskService;
-  files: FileService;
-  chatModels: ChatModelRegistry;
+  chat: ChatService;
   conversations: ConversationsRepo;
   settings: Settings;
   logger: Logger;
@@ -55,15 +53,12 @@ export async function createAgentServices(deps: AgentServicesDeps): Promise<Agen
   const skills = new SkillsService(new SkillsRepo(deps.db));
   const knowledge = new KnowledgeService(agentsRepo);
   const responses = new AgentService({
-    chatModels: deps.chatModels,
-    resolveModel: (alias, capabilities) => deps.generations.resolveModel(alias, capabilities),
-    files: deps.files,
+    chat: deps.chat,
     conversations: deps.conversations,
     skills,
     knowledge,
     tools: new GenerationTools({ catalog: deps.catalog, generations: deps.generations, tasks: deps.tasks, waitMs: settings.syncTimeoutMs }),
     runs,
-    maxFileBytes: settings.maxFileBytes,
     approvalTools: configured.approval_tools ?? AGENT_DEFAULTS.approvalTools,
     approvalTimeoutMs: configured.approval_timeout_ms ?? AGENT_DEFAULTS.approvalTimeoutMs,
     maxSteps: configured.max_steps ?? AGENT_DEFAULTS.maxSteps,

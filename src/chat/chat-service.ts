@@ -2,9 +2,9 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
-import type { ChatChunk, ChatCompletion, ChatMessage, ChatRequest, ChatUsage } from '../providers/spec.ts';
+import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
-import type { ChatCompletionInput } from './chat-input.ts';
+import type { ChatCompletionInput, ChatInputMessage } from './chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
 
@@ -28,6 +28,16 @@ export type ChatOutcome =
   | { kind: 'completion'; completion: ChatCompletion }
   /** Chunks for the client, the last one a usage chunk; the iteration throws when the model fails midway. */
   | { kind: 'stream'; chunks: AsyncIterable<ChatChunk> };
+
+/** A call's model and messages, settled before the model is called. */
+export interface PreparedChat {
+  model: LiveModel;
+  chatModel: ChatModel;
+  /** The request's messages as a conversation keeps them (media by URL). */
+  added: ChatMessage[];
+  /** The conversation's history, then `added`, as this model reads them. */
+  messages: ChatMessage[];
+}
 
 interface ConversationTurn {
   ownerId: string;
@@ -70,16 +80,9 @@ export class ChatService {
    */
   async start(input: ChatCompletionInput, ownerId: string, signal: AbortSignal): Promise<ChatOutcome> {
     const { model: alias, messages: sent, stream = true, conversationId, sessionId, ...params } = input;
-    const model = this.deps.resolveModel(alias, CHAT_CAPABILITIES);
-    const support = mediaSupportOf(model);
     const conversation = conversationId ?? sessionId;
-    const upload = async (data: Buffer, fileName: string, mimeType: string) => (await this.deps.files.store(ownerId, data, fileName, mimeType)).url;
-    const [added, history] = await Promise.all([
-      normaliseMessages(sent, { support, upload, maxBytes: this.deps.maxFileBytes }),
-      conversation === undefined ? NO_HISTORY : this.deps.conversations.history(ownerId, conversation),
-    ]);
-    const request: ChatRequest = { model, messages: adaptMessages(history.length > 0 ? [...history, ...added] : added, support), params };
-    const chatModel = this.deps.models.chatModelFor(model);
+    const { model, chatModel, added, messages } = await this.prepare(alias, sent, ownerId, conversation);
+    const request: ChatRequest = { model, messages, params };
     const turn = conversation === undefined ? undefined : { ownerId, id: conversation, added };
 
     if (!stream) {
@@ -90,6 +93,27 @@ export class ChatService {
     }
     const chunks = await chatModel.stream(request, { signal });
     return { kind: 'stream', chunks: this.relay(chunks, request, turn) };
+  }
+
+  /**
+   * The catalog model a chat call may use (its 404/400 thrown at once, before anything is read),
+   * the caller's messages normalised (base64 media uploaded for `ownerId`), and the named
+   * conversation's history read; the messages adapted to what the model can read.
+   */
+  prepare(alias: string, sent: ChatInputMessage[], ownerId: string, conversation: string | undefined): Promise<PreparedChat> {
+    const model = this.deps.resolveModel(alias, CHAT_CAPABILITIES);
+    return this.settle(model, sent, ownerId, conversation);
+  }
+
+  private async settle(model: LiveModel, sent: ChatInputMessage[], ownerId: string, conversation: string | undefined): Promise<PreparedChat> {
+    const support = mediaSupportOf(model);
+    const upload = async (data: Buffer, fileName: string, mimeType: string) => (await this.deps.files.store(ownerId, data, fileName, mimeType)).url;
+    const [added, history] = await Promise.all([
+      normaliseMessages(sent, { support, upload, maxBytes: this.deps.maxFileBytes }),
+      conversation === undefined ? NO_HISTORY : this.deps.conversations.history(ownerId, conversation),
+    ]);
+    const messages = adaptMessages(history.length > 0 ? [...history, ...added] : added, support);
+    return { model, chatModel: this.deps.models.chatModelFor(model), added, messages };
   }
 
   /**
