@@ -1,10 +1,17 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
 import { ApiError } from '../core/errors.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { DrawResponse } from '../tasks/task-record.ts';
 import type { GenerationOutcome } from '../tasks/generation-service.ts';
 
 const ASYNC_HEADERS = ['x-async', 'async'] as const;
+
+/** The headers schema of every generation endpoint: what modeOf and clientIdOf read. */
+export const asyncHeaders = Type.Object({
+  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
+  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
+});
 
 /** Async mode when `x-async` or `async` (any case) is `true` or `1` (spec document 1). */
 export function modeOf(request: FastifyRequest): 'sync' | 'async' {

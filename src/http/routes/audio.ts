@@ -2,14 +2,10 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { ApiError } from '../../core/errors.ts';
-import { clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
-const asyncHeaders = Type.Object({
-  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
-  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
-});
 
 /** The music weights: 0 to 1 with at most two decimals (spec document 1, limits). */
 const MUSIC_WEIGHTS = ['styleWeight', 'weirdnessConstraint', 'audioWeight'] as const;

@@ -2,15 +2,11 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS, RESOURCE_ID_ROLE } from '../../digital-human/digital-human-engines.ts';
 import { digitalHumanModeOf, generationInputFor } from '../../digital-human/digital-human-options.ts';
-import { clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import { mediaReference } from './video.ts';
 
 const security = [{ bearer: [] }];
-const asyncHeaders = Type.Object({
-  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
-  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
-});
 const CAPABILITIES = ['digital_human_generate'] as const;
 
 const CreateBody = Type.Object({

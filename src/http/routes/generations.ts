@@ -3,16 +3,11 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DEFAULT_IMAGE_MODEL } from '../../catalog/catalog.ts';
 import { ApiError } from '../../core/errors.ts';
 import { MAX_IMAGE_SIDE } from '../../providers/local/image/image-size.ts';
-import { asyncBody, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncBody, asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import type { DrawResponse } from '../../tasks/task-record.ts';
 
 const security = [{ bearer: [] }];
-/** Headers of every generation endpoint. */
-export const asyncHeaders = Type.Object({
-  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
-  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
-});
 
 /** The output parameters the image endpoints share (generations and edits). */
 export const ImageOutputFields = {

@@ -5,9 +5,9 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType, type FileService, type PendingFile } from '../../files/file-service.ts';
-import { clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
-import { asyncHeaders, checkImageSize, ImageOutputFields, openAiImageFields } from './generations.ts';
+import { checkImageSize, ImageOutputFields, openAiImageFields } from './generations.ts';
 
 /** Spec document 1 limits of an edit: up to 16 images and one mask, jpg/jpeg/png/webp. */
 const MAX_EDIT_IMAGES = 16;

@@ -2,14 +2,10 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CapabilityName } from '../../catalog/schema.ts';
 import { ApiError } from '../../core/errors.ts';
-import { clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
-const asyncHeaders = Type.Object({
-  'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
-  'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
-});
 
 /** A media reference in a request: what RunContext.readInput can read. */
 export function mediaReference(description = 'http(s) URL (e.g. from /v1/files/upload), data URI, or asset hash blake3:<hex>') {
