@@ -116,7 +116,7 @@ export class AgentService {
       agent,
       passages,
       // Tools go only to models that can call them; the others just answer.
-      tools: model.modelTypes.includes('tools_call') ? deps.tools.definitions() : [],
+      tools: model.modelTypes.includes('tools_call') ? deps.tools.definitions : [],
     };
     const handle = await deps.runs.start(ownerId, requestId);
     return new AgentRun(plan, handle, deps);

@@ -143,15 +143,12 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
 /** The generation endpoints as function tools for the agent's model. */
 export class GenerationTools {
   private readonly checks = new Map<string, ValidateFunction>();
+  /** The tools in the chat API's shape, offered to every run whose model calls tools. */
+  readonly definitions: ChatTool[] = GENERATION_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
 
   constructor(private readonly deps: GenerationToolsDeps) {
     const ajv = new Ajv({ allErrors: false, strict: false });
     for (const tool of GENERATION_TOOLS) this.checks.set(tool.name, ajv.compile(tool.parameters));
-  }
-
-  /** The tools in the chat API's shape. */
-  definitions(): ChatTool[] {
-    return GENERATION_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
   }
 
   /**
