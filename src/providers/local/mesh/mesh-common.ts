@@ -55,6 +55,16 @@ export function seededRandom(seed: Buffer): () => number {
   return mulberry32(seed.readUInt32LE(0) ^ seed.readUInt32LE(4));
 }
 
+/** The index of the palette colour nearest to (r, g, b), the first of equals. */
+export function nearestColor(palette: readonly Vec3[], r: number, g: number, b: number): number {
+  let best = 0, bestDistance = Infinity;
+  palette.forEach((c, i) => {
+    const d = (c[0] - r) ** 2 + (c[1] - g) ** 2 + (c[2] - b) ** 2;
+    if (d < bestDistance) [best, bestDistance] = [i, d];
+  });
+  return best;
+}
+
 /** Parses a GLB or a self-contained .gltf; anything else is a broken input for the engine. */
 export async function readModelDocument(data: Buffer): Promise<Document> {
   const io = await meshIO();

@@ -6,9 +6,9 @@
  */
 import type { Document } from '@gltf-transform/core';
 import { bakeVertexColors } from './bake-vertex-colors.ts';
-import { createMeshNode, faceCount, joinArrays, meshNodes, positionRemap, readArrays, sceneOf, seededRandom, smoothNormals, subdivide, worldParts, writeArrays, type MeshArrays, type Vec3 } from './mesh-common.ts';
+import { createMeshNode, faceCount, joinArrays, meshNodes, nearestColor, positionRemap, readArrays, sceneOf, seededRandom, smoothNormals, subdivide, worldParts, writeArrays, type MeshArrays, type Vec3 } from './mesh-common.ts';
 import { voxelize, type VoxelGrid } from './voxelize.ts';
-import { BLOCK_PALETTE, nearestBlock } from './write-schematic.ts';
+import { BLOCK_COLORS } from './write-schematic.ts';
 
 export const STYLES = ['brick', 'voxel', 'voronoi', 'blockgame'] as const;
 export type Style = (typeof STYLES)[number];
@@ -41,13 +41,12 @@ export async function stylizeModel(doc: Document, options: Partial<StylizeModelO
   const parts = worldParts(doc);
   const surface = joinArrays(parts.map((p) => ({ positions: p.arrays.positions, indices: p.arrays.indices, colors: p.arrays.colors })));
   const grid = voxelize(surface, { resolution: opts.resolution });
-  const palette = opts.style === 'brick' ? BRICK_COLORS : opts.style === 'blockgame' ? BLOCK_PALETTE.map((b) => b.color) : null;
+  const palette = opts.style === 'brick' ? BRICK_COLORS : opts.style === 'blockgame' ? BLOCK_COLORS : null;
   if (palette) {
     for (let i = 0; i < grid.filled.length; i++) {
       if (!grid.filled[i]) continue;
       const [r, g, b] = [grid.colors[i * 3]!, grid.colors[i * 3 + 1]!, grid.colors[i * 3 + 2]!];
-      const pick = opts.style === 'blockgame' ? nearestBlock(r, g, b) : nearest(palette, r, g, b);
-      grid.colors.set(palette[pick]!, i * 3);
+      grid.colors.set(palette[nearestColor(palette, r, g, b)]!, i * 3);
     }
   }
   const cubes = cubeMesh(grid, opts.style === 'brick');
@@ -71,15 +70,6 @@ function replaceMeshes(doc: Document, name: string, arrays: MeshArrays, quads: n
   const node = createMeshNode(doc, name, [{ arrays, material }]);
   node.getMesh()!.listPrimitives()[0]!.setExtras({ topology: 'quad', quad_count: quads });
   sceneOf(doc).addChild(node);
-}
-
-function nearest(palette: Vec3[], r: number, g: number, b: number): number {
-  let best = 0, bestDistance = Infinity;
-  palette.forEach((c, i) => {
-    const d = (c[0] - r) ** 2 + (c[1] - g) ** 2 + (c[2] - b) ** 2;
-    if (d < bestDistance) [best, bestDistance] = [i, d];
-  });
-  return best;
 }
 
 /** The outer faces of the filled cells (corners exactly on the grid), plus studs on top faces for bricks. */

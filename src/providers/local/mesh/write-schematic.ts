@@ -1,23 +1,17 @@
 import { gzipSync } from 'node:zlib';
+import { nearestColor, type Vec3 } from './mesh-common.ts';
 import type { VoxelGrid } from './voxelize.ts';
 
 /** Block states named in a schematic's palette, with the colour each stands for. */
-export const BLOCK_PALETTE: { name: string; color: [number, number, number] }[] = [
+const BLOCK_PALETTE: { name: string; color: [number, number, number] }[] = [
   ['white', [0.81, 0.84, 0.84]], ['orange', [0.88, 0.38, 0.0]], ['magenta', [0.66, 0.19, 0.62]], ['light_blue', [0.14, 0.54, 0.78]],
   ['yellow', [0.94, 0.69, 0.08]], ['lime', [0.37, 0.66, 0.09]], ['pink', [0.84, 0.4, 0.56]], ['gray', [0.21, 0.22, 0.25]],
   ['light_gray', [0.49, 0.49, 0.45]], ['cyan', [0.08, 0.47, 0.53]], ['purple', [0.39, 0.13, 0.61]], ['blue', [0.18, 0.18, 0.56]],
   ['brown', [0.38, 0.24, 0.12]], ['green', [0.29, 0.36, 0.14]], ['red', [0.56, 0.13, 0.13]], ['black', [0.03, 0.04, 0.06]],
 ].map(([color, rgb]) => ({ name: `minecraft:${color}_concrete`, color: rgb as [number, number, number] }));
 
-/** The palette entry nearest to a colour. */
-export function nearestBlock(r: number, g: number, b: number): number {
-  let best = 0, bestDistance = Infinity;
-  BLOCK_PALETTE.forEach(({ color }, i) => {
-    const d = (color[0] - r) ** 2 + (color[1] - g) ** 2 + (color[2] - b) ** 2;
-    if (d < bestDistance) [best, bestDistance] = [i, d];
-  });
-  return best;
-}
+/** The colours of BLOCK_PALETTE, in its order. */
+export const BLOCK_COLORS: Vec3[] = BLOCK_PALETTE.map((b) => b.color);
 
 /**
  * A Sponge schematic (version 2, gzipped NBT) of the grid's filled cells as concrete blocks
@@ -34,7 +28,7 @@ export function writeSchematic(grid: VoxelGrid): { data: Buffer; blocks: number;
         const cell = x + y * width + z * width * height;
         let id = 0;
         if (grid.filled[cell]) {
-          const block = nearestBlock(grid.colors[cell * 3]!, grid.colors[cell * 3 + 1]!, grid.colors[cell * 3 + 2]!);
+          const block = nearestColor(BLOCK_COLORS, grid.colors[cell * 3]!, grid.colors[cell * 3 + 1]!, grid.colors[cell * 3 + 2]!);
           if (!used.has(block)) used.set(block, used.size + 1);
           id = used.get(block)!;
           blocks++;
