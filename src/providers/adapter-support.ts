@@ -1,6 +1,6 @@
 import { SettingsError } from '../config/settings.ts';
 import type { AdapterContext } from './registry.ts';
-import { TaskFailedError, type RunContext } from './spec.ts';
+import { TaskFailedError, TaskRejectedError, type RunContext } from './spec.ts';
 import type { UpstreamClient, UpstreamResponse } from './upstream-client.ts';
 
 /**
@@ -38,6 +38,11 @@ export function replyJson(res: UpstreamResponse, provider: string, call: string)
   } catch {
     throw new TaskFailedError(`${provider} answered ${call} with a body that is not JSON`, res.body.toString('utf8').slice(0, 2000));
   }
+}
+
+/** Refuses a task of a provider whose key variable (api_key_env) is not set. */
+export function checkApiKey(ctx: AdapterContext): void {
+  if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
 }
 
 /** An adapter setting from GENGATE_CONFIG providers.<code>.options; a wrong type stops the start. */

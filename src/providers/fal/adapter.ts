@@ -1,6 +1,5 @@
-import { downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
-import { TaskRejectedError } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
@@ -24,7 +23,7 @@ export const falAdapter: AdapterFactory = (ctx) => {
   return upstreamTaskEngine<FalRef>({
     check(job) {
       endpointIdOf(job);
-      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkApiKey(ctx);
     },
     async submit(job, run) {
       const urls: string[] = [];

@@ -1,4 +1,4 @@
-import { downloadFile, numberOption, replyJson, stringOption } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, numberOption, replyJson, stringOption } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
@@ -39,7 +39,7 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
 
   function check(job: GenerationJob): void {
     if (job.endpoint !== 'speech.generations') throw new TaskRejectedError(`provider ${ctx.provider} synthesizes speech only, not ${job.endpoint}`);
-    if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+    checkApiKey(ctx);
   }
 
   /** One synchronous call; nothing to resume, so a resumed run calls again. */

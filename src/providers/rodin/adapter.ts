@@ -1,6 +1,5 @@
-import { downloadFile, replyJson } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, replyJson } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
-import { TaskRejectedError } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { checkJob, downloadList, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';
@@ -23,7 +22,7 @@ export const rodinAdapter: AdapterFactory = (ctx) => {
   return upstreamTaskEngine<RodinRef>({
     check(job) {
       checkJob(job);
-      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkApiKey(ctx);
     },
     async submit(job, run) {
       const { fields, images, dropped, warnings } = rodinForm(job);

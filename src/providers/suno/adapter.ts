@@ -1,4 +1,4 @@
-import { downloadFile, replyJson, stringOption } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, replyJson, stringOption } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskRejectedError, type GenerationJob } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
@@ -33,7 +33,7 @@ export const sunoAdapter: AdapterFactory = (ctx) => {
   return upstreamTaskEngine<SunoRef>({
     check(job) {
       if (job.endpoint !== 'song.generations') throw new TaskRejectedError(`provider ${ctx.provider} makes songs only, not ${job.endpoint}`);
-      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkApiKey(ctx);
       requestOf(job);
     },
     async submit(job, run) {

@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
 import type { AdapterFactory } from '../registry.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient, type UpstreamRequest } from '../upstream-client.ts';
@@ -128,7 +128,7 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
   return upstreamTaskEngine<TripoRef>({
     check(job) {
       if (!TASK_TYPES[job.endpoint]) throw new TaskRejectedError(`provider ${ctx.provider} (Tripo) does not run ${job.endpoint} tasks`);
-      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkApiKey(ctx);
       const needs = NEEDS_OWN_SOURCE[job.endpoint];
       const source = sourceTaskOf(job.input);
       const ownDraft = job.endpoint === 'mesh3d.edit.refine' && typeof job.input.draft_model_task_id === 'string';

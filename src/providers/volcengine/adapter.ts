@@ -1,6 +1,6 @@
 import { SettingsError } from '../../config/settings.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
-import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
 import type { AdapterContext, AdapterFactory } from '../registry.ts';
 import { TaskRejectedError } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
@@ -40,7 +40,7 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
         throw new TaskRejectedError(`provider ${ctx.provider} runs Seedance video only; Seedream image generation through Ark is not supported by this gateway yet`);
       }
       if (job.endpoint !== 'video.generations') throw new TaskRejectedError(`provider ${ctx.provider} does not run ${job.endpoint}`);
-      if (!ctx.apiKey) throw new TaskRejectedError(`provider ${ctx.provider} has no API key (set the variable named by api_key_env)`);
+      checkApiKey(ctx);
       checkVideoRequest(job.input);
     },
     async submit(job, run) {
