@@ -75,15 +75,19 @@ export class TokenService {
    * it is known to be unknown, or `miss` when only authenticate() can say.
    */
   cachedPrincipal(token: string): Principal | undefined | 'miss' {
-    const cached = this.cache.get(hashToken(token));
+    return this.cachedByHash(hashToken(token));
+  }
+
+  private cachedByHash(hash: string): Principal | undefined | 'miss' {
+    const cached = this.cache.get(hash);
     return cached && cached.expiresAt > Date.now() ? cached.principal : 'miss';
   }
 
   /** The principal of a bearer token, or undefined when it is unknown. */
   async authenticate(token: string): Promise<Principal | undefined> {
-    const cached = this.cachedPrincipal(token);
-    if (cached !== 'miss') return cached;
     const hash = hashToken(token);
+    const cached = this.cachedByHash(hash);
+    if (cached !== 'miss') return cached;
     const now = Date.now();
     let principal: Principal | undefined;
     if (hash === this.adminTokenHash) principal = { userId: ADMIN_USER_ID, tokenId: 'admin', isAdmin: true };
