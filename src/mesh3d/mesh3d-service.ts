@@ -10,20 +10,13 @@ import type { FileService } from '../files/file-service.ts';
 import { Mesh3dRepo } from '../storage/repos/mesh3d-repo.ts';
 import type { Db } from '../storage/db.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
-import type { GenerationService } from '../tasks/generation-service.ts';
+import type { GenerationCaller, GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { FileSourceLookup } from './image-inputs.ts';
 import { MESH3D_OUTPUT_TYPE, Mesh3dHistories } from './mesh3d-histories.ts';
 import type { EditOperation, GenerationBody, GenerationKind } from './mesh3d-schemas.ts';
 import { editOperationOf, validateEdit } from './validate-edit.ts';
 import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
-
-/** Who asks: the token's user, the X-Client-Id of realtime pushes and the request id. */
-export interface Mesh3dCaller {
-  ownerId: string;
-  clientId: string | null;
-  requestId: string;
-}
 
 export interface GenerationReply {
   material_id: string;
@@ -64,7 +57,7 @@ export class Mesh3dService {
     this.histories.close();
   }
 
-  async generate(kind: GenerationKind, body: GenerationBody, caller: Mesh3dCaller): Promise<GenerationReply> {
+  async generate(kind: GenerationKind, body: GenerationBody, caller: GenerationCaller): Promise<GenerationReply> {
     const capability = GENERATION_CAPABILITY[kind];
     const model = this.deps.generations.resolveModel(body.model, [capability]);
     const input = await validateGeneration(kind, body, model, { ownerId: caller.ownerId, files: this.files });
@@ -73,7 +66,7 @@ export class Mesh3dService {
     return { material_id: recorded.materialId, task_id: task.id, mesh3d_history_id: recorded.historyId };
   }
 
-  async edit(op: EditOperation, body: Record<string, unknown> & { history_id: string; model?: string }, caller: Mesh3dCaller): Promise<EditReply> {
+  async edit(op: EditOperation, body: Record<string, unknown> & { history_id: string; model?: string }, caller: GenerationCaller): Promise<EditReply> {
     // The model is checked before the source, so a wrong alias is named even for an unknown history.
     const named = body.model !== undefined ? this.editModel(body.model, op) : undefined;
     const source = await this.histories.source(caller.ownerId, body.history_id);
@@ -90,10 +83,10 @@ export class Mesh3dService {
     return { model, operation: editOperationOf(model, op) };
   }
 
-  private async submit(caller: Mesh3dCaller, endpoint: string, capability: 'mesh_edit' | (typeof GENERATION_CAPABILITY)[GenerationKind], model: LiveModel, input: Record<string, unknown>) {
+  private async submit(caller: GenerationCaller, endpoint: string, capability: 'mesh_edit' | (typeof GENERATION_CAPABILITY)[GenerationKind], model: LiveModel, input: Record<string, unknown>) {
     // Every 3D call is asynchronous (spec document 2): the task is queued and its id answered.
     const outcome = await this.deps.generations.generate(
-      { ownerId: caller.ownerId, clientId: caller.clientId, requestId: caller.requestId, endpoint, capabilities: [capability], outputType: MESH3D_OUTPUT_TYPE, model: model.alias, input },
+      { ...caller, endpoint, capabilities: [capability], outputType: MESH3D_OUTPUT_TYPE, model: model.alias, input },
       'async',
     );
     return outcome.task;

@@ -6,11 +6,15 @@ import type { TaskRow } from '../storage/schema.ts';
 import type { TaskService } from './task-service.ts';
 import type { TaskStatusRecord } from './task-record.ts';
 
-/** One generation call, as every generation endpoint hands it over. */
-export interface GenerationRequest {
+/** Who asks: the token's user, the X-Client-Id of realtime pushes and the request id. */
+export interface GenerationCaller {
   ownerId: string;
   clientId: string | null;
   requestId: string;
+}
+
+/** One generation call, as every generation endpoint hands it over. */
+export interface GenerationRequest extends GenerationCaller {
   /** e.g. `images.generations`. */
   endpoint: string;
   /** The model must declare one of these capability types. */

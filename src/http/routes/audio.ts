@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { ApiError } from '../../core/errors.ts';
-import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -94,16 +94,13 @@ export const audioRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const { model, ...input } = request.body;
     checkSong(request.body, services.generations.resolveModel(model, ['audio_generate']));
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: 'song.generations',
       capabilities: ['audio_generate'],
       outputType: 'audio',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome);
   });
 
@@ -119,16 +116,13 @@ export const audioRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const { model, ...input } = request.body;
     checkSpeech(request.body, services.generations.resolveModel(model, ['text_to_speech']));
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: 'speech.generations',
       capabilities: ['text_to_speech'],
       outputType: 'audio',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome);
   });
 };

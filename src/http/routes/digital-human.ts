@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS, RESOURCE_ID_ROLE } from '../../digital-human/digital-human-engines.ts';
 import { digitalHumanModeOf, generationInputFor } from '../../digital-human/digital-human-options.ts';
-import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import { mediaReference } from './video.ts';
 
@@ -42,16 +42,13 @@ export const digitalHumanRoutes = (services: AppServices): FastifyPluginAsyncTyp
     },
   }, async (request, reply) => {
     const { model, ...input } = request.body;
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: DIGITAL_HUMAN_CREATE,
       capabilities: CAPABILITIES,
       outputType: 'text',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome, (draw) => {
       const resourceId = draw.output_content.find((o) => o.role === RESOURCE_ID_ROLE)?.content;
       return resourceId === undefined ? {} : { resource_id: resourceId };
@@ -72,16 +69,13 @@ export const digitalHumanRoutes = (services: AppServices): FastifyPluginAsyncTyp
     const model = services.generations.resolveModel(alias, CAPABILITIES);
     const input = generationInputFor(digitalHumanModeOf(model), params);
     await services.digitalHumans.require(request.principal.userId, params.resource_id);
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: DIGITAL_HUMAN_GENERATIONS,
       capabilities: CAPABILITIES,
       outputType: 'video',
       model: alias,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome);
   });
 };

@@ -3,7 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { DEFAULT_IMAGE_MODEL } from '../../catalog/catalog.ts';
 import { ApiError } from '../../core/errors.ts';
 import { MAX_IMAGE_SIDE } from '../../providers/local/image/image-size.ts';
-import { asyncBody, asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncBody, asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import type { DrawResponse } from '../../tasks/task-record.ts';
 
@@ -62,16 +62,13 @@ export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypeb
   }, async (request, reply) => {
     const { model, ...input } = request.body;
     checkImageSize(input.size);
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: 'images.generations',
       capabilities: ['image_generate'],
       outputType: 'image',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome, openAiImageFields);
   });
 
@@ -85,10 +82,7 @@ export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       body: LegacyGenerationBody,
     },
   }, async (request, reply) => {
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: 'ai.generations',
       capabilities: ['image_generate'],
       outputType: 'image',

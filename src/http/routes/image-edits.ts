@@ -5,7 +5,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType, type FileService, type PendingFile } from '../../files/file-service.ts';
-import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import { checkImageSize, ImageOutputFields, openAiImageFields } from './generations.ts';
 
@@ -167,16 +167,13 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
     const { model, input } = request.isMultipart()
       ? await inputFromForm(request)
       : inputFromJson(request.body as Static<typeof ImagesEditJsonBody>);
-    const outcome = await generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(generations, request, {
       endpoint: 'images.edits',
       capabilities: ['image_edit'],
       outputType: 'image',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome, openAiImageFields);
   });
 };

@@ -1,9 +1,8 @@
-import type { FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Mesh3dService, type Mesh3dCaller } from '../../mesh3d/mesh3d-service.ts';
+import { Mesh3dService } from '../../mesh3d/mesh3d-service.ts';
 import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../mesh3d/mesh3d-schemas.ts';
-import { clientIdOf } from '../generation-reply.ts';
+import { callerOf } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -13,10 +12,6 @@ const headers = Type.Object({
 const GenerationReply = Type.Object({ material_id: Type.String(), task_id: Type.String(), mesh3d_history_id: Type.String() });
 const EditReply = Type.Object({ material_id: Type.String(), task_id: Type.String(), history_id: Type.String() });
 const ASYNC_NOTE = 'Always asynchronous: read the result with GET /v1/ai/result/{task_id}, the callback or the realtime gateway.';
-
-function callerOf(request: FastifyRequest): Mesh3dCaller {
-  return { ownerId: request.principal.userId, clientId: clientIdOf(request), requestId: request.id };
-}
 
 /** 3D generation and editing (spec document 2). */
 export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {

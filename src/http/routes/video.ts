@@ -2,7 +2,7 @@ import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { CapabilityName } from '../../catalog/schema.ts';
 import { ApiError } from '../../core/errors.ts';
-import { asyncHeaders, clientIdOf, modeOf, sendOutcome } from '../generation-reply.ts';
+import { asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -128,16 +128,13 @@ export const videoRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const { model, ...input } = request.body;
     const capabilities = checkContent(input.content);
-    const outcome = await services.generations.generate({
-      ownerId: request.principal.userId,
-      clientId: clientIdOf(request),
-      requestId: request.id,
+    const outcome = await generateFor(services.generations, request, {
       endpoint: 'video.generations',
       capabilities,
       outputType: 'video',
       model,
       input,
-    }, modeOf(request));
+    });
     return sendOutcome(reply, outcome);
   });
 };
