@@ -29,7 +29,7 @@ const LINE_CONTOUR = [0, 6, 10, 4, -4, 2, 8, 0];
  * the title, or the prompt when there is none. Section markers such as `[Verse]` are dropped;
  * lines break at new lines and punctuation, long lines every ten words.
  */
-export function lyricLines(input: SongInput): string[] {
+function lyricLines(input: SongInput): string[] {
   const source = input.customMode ? input.prompt : input.title?.trim() || input.prompt;
   const lines = source
     .replace(/\[[^\]]*\]/g, '\n')
@@ -46,7 +46,7 @@ export function lyricLines(input: SongInput): string[] {
 }
 
 /** The title written into the file: the request's, or the prompt's first line cut at 80 characters. */
-export function songTitle(input: SongInput): string {
+function songTitle(input: SongInput): string {
   const given = input.title?.trim();
   if (given) return given;
   const firstLine = input.prompt.replace(/\[[^\]]*\]/g, '').trim().split('\n')[0]!.trim();

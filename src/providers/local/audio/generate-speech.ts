@@ -17,7 +17,7 @@ interface SpeechInput {
 }
 
 /** Longest text the local engine reads from a `text_file_id` file (about 25 minutes of speech). */
-export const MAX_FILE_TEXT_CHARS = 20_000;
+const MAX_FILE_TEXT_CHARS = 20_000;
 /** Utterances handed to eSpeak at once: whole sentences up to this many characters. */
 const CHUNK_CHARS = 400;
 /** eSpeak's speed at speed 1, in words per minute (its own default). */
@@ -61,7 +61,7 @@ async function readTextFile(ctx: RunContext, ref: string): Promise<string> {
 }
 
 /** Splits text into utterances of whole sentences, each at most CHUNK_CHARS long. */
-export function speechChunks(text: string): string[] {
+function speechChunks(text: string): string[] {
   const sentences = text.match(/[^.!?;。！？；\n]+[.!?;。！？；\n]*/g) ?? [];
   const pieces = sentences.flatMap((sentence) => {
     if (sentence.length <= CHUNK_CHARS) return [sentence];

@@ -14,7 +14,7 @@ const TOKEN = /\w+|[^\w\s]/g;
 /** Tokens every message costs beyond its text (role and separators), as OpenAI's models count. */
 const MESSAGE_OVERHEAD_TOKENS = 3;
 
-export function countTokens(text: string): number {
+function countTokens(text: string): number {
   return text.match(TOKEN)?.length ?? 0;
 }
 
@@ -30,7 +30,7 @@ function partText(part: ChatContentPart): string {
   }
 }
 
-export function messageText(message: ChatMessage): string {
+function messageText(message: ChatMessage): string {
   if (typeof message.content === 'string') return message.content;
   return message.content ? message.content.map(partText).join(' ') : '';
 }

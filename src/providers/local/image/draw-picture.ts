@@ -36,7 +36,7 @@ function paletteOf(prompt: string): (random: () => number) => string {
  * from `layoutKey` (model, prompt, seed, index). Positions are fractions of the canvas, so one
  * key draws the same composition at every size.
  */
-export function pictureSvg(prompt: string, layoutKey: string, { width, height }: ImageSize): string {
+function pictureSvg(prompt: string, layoutKey: string, { width, height }: ImageSize): string {
   const random = randomFrom(layoutKey);
   const colour = paletteOf(prompt);
   const unit = Math.min(width, height);

@@ -4,10 +4,10 @@ import { TaskRejectedError } from '../../spec.ts';
 export const MAX_IMAGE_SIDE = 8192;
 
 /** `resolution` values and the long side each gives (spec document 1: 1K, 2K, 4K, 8K). */
-export const RESOLUTION_LONG_SIDE: Readonly<Record<string, number>> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
+const RESOLUTION_LONG_SIDE: Readonly<Record<string, number>> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
 
 /** Sides computed from aspect_ratio/resolution are multiples of 16, as most image models expect. */
-export const SIDE_MULTIPLE = 16;
+const SIDE_MULTIPLE = 16;
 
 const DEFAULT_SIDE = 1024;
 
@@ -17,7 +17,7 @@ export interface ImageSize {
 }
 
 /** `<w>x<h>` (`*` tolerated), or undefined when absent or `auto`; throws TaskRejectedError when malformed. */
-export function parseSize(value: unknown): ImageSize | undefined {
+function parseSize(value: unknown): ImageSize | undefined {
   if (value === undefined || value === null || value === '' || value === 'auto') return undefined;
   const match = typeof value === 'string' ? /^(\d+)[x*](\d+)$/i.exec(value) : null;
   if (!match) throw new TaskRejectedError(`size must look like 1024x1024, got ${JSON.stringify(value)}`);
@@ -25,7 +25,7 @@ export function parseSize(value: unknown): ImageSize | undefined {
 }
 
 /** `W:H` as a ratio (width / height), or undefined when absent; throws TaskRejectedError when malformed. */
-export function parseAspectRatio(value: unknown): number | undefined {
+function parseAspectRatio(value: unknown): number | undefined {
   if (value === undefined || value === null || value === '') return undefined;
   const match = typeof value === 'string' ? /^(\d+):(\d+)$/.exec(value) : null;
   const w = Number(match?.[1]);
