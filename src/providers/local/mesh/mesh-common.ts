@@ -291,10 +291,15 @@ export function faceCount(doc: Document): number {
  * Quads stored as consecutive triangle pairs: a primitive's extras `quad_count` says its first
  * 2 x quad_count triangles pair up (each pair shares an edge).
  */
-export function quadCount(doc: Document): number {
+export function quadsOf(prim: Primitive): number {
+  return Number((prim.getExtras() as { quad_count?: number }).quad_count ?? 0);
+}
+
+/** Quads of every mesh of the model (see quadsOf). */
+function quadCount(doc: Document): number {
   let quads = 0;
   for (const node of meshNodes(doc)) {
-    for (const prim of node.getMesh()!.listPrimitives()) quads += Number((prim.getExtras() as { quad_count?: number }).quad_count ?? 0);
+    for (const prim of node.getMesh()!.listPrimitives()) quads += quadsOf(prim);
   }
   return quads;
 }
@@ -482,8 +487,7 @@ export function worldParts(doc: Document): WorldPart[] {
           [normals[v], normals[v + 1], normals[v + 2]] = [wx / len, wy / len, wz / len];
         }
       }
-      const quads = Number((prim.getExtras() as { quad_count?: number }).quad_count ?? 0);
-      parts.push({ name: prims.length > 1 ? `${node.getName()}_${i + 1}` : node.getName(), arrays, material: prim.getMaterial(), quads });
+      parts.push({ name: prims.length > 1 ? `${node.getName()}_${i + 1}` : node.getName(), arrays, material: prim.getMaterial(), quads: quadsOf(prim) });
     });
   }
   return parts;

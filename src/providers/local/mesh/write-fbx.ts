@@ -6,7 +6,7 @@
  * as stacks of Euler-angle and translation curves.
  */
 import type { Animation, Document, Material, Node, Skin, Texture } from '@gltf-transform/core';
-import { polygonsOf, positionRemap, readArrays, sceneOf } from './mesh-common.ts';
+import { polygonsOf, positionRemap, quadsOf, readArrays, sceneOf } from './mesh-common.ts';
 import type { EncodedTexture } from './encode-texture.ts';
 
 export interface WriteFbxOptions {
@@ -115,7 +115,7 @@ export function writeFbx(doc: Document, options: WriteFbxOptions): Buffer {
         else normals.push(0, 1, 0);
         if (hasUv) uvs.push(arrays.uvs![v * 2]!, 1 - arrays.uvs![v * 2 + 1]!);
       };
-      for (const polygon of polygonsOf(arrays, Number((prim.getExtras() as { quad_count?: number }).quad_count ?? 0))) {
+      for (const polygon of polygonsOf(arrays, quadsOf(prim))) {
         polygon.forEach((v, i) => corner(v, i === polygon.length - 1));
         materials.push(slot);
       }
