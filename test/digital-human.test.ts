@@ -4,7 +4,7 @@ import { blake3 } from 'hash-wasm';
 import sharp from 'sharp';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
-import { audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream, wav, type Rgb } from './support/media.ts';
+import { assertNear, audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream, wav, type Rgb } from './support/media.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -16,10 +16,6 @@ const BLUE: Rgb = [0, 0, 255];
 
 function post(srv: TestServer, token: string, path: string, body: Json, headers: Record<string, string> = {}): Promise<Response> {
   return srv.fetch(path, { method: 'POST', token, json: body, headers });
-}
-
-function assertNear(actual: number, expected: number, tolerance: number, what: string): void {
-  assert.ok(Math.abs(actual - expected) <= tolerance, `${what}: ${actual} is not within ${tolerance} of ${expected}`);
 }
 
 describe('digital humans on the local engine', () => {

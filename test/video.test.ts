@@ -5,7 +5,7 @@ import sharp from 'sharp';
 import type { GenerationEngine } from '../src/providers/spec.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
-import { audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream, wav } from './support/media.ts';
+import { assertNear, audioStream, colourVideo, download, ffprobe, frameColours, near, upload, videoStream, wav } from './support/media.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -26,10 +26,6 @@ function generate(srv: TestServer, token: string, body: Json, headers: Record<st
 
 async function record(srv: TestServer, token: string, taskId: string): Promise<Json> {
   return (await srv.fetch(`/v1/ai/result/${taskId}`, { token })).json();
-}
-
-function assertNear(actual: number, expected: number, tolerance: number, what: string): void {
-  assert.ok(Math.abs(actual - expected) <= tolerance, `${what}: ${actual} is not within ${tolerance} of ${expected}`);
 }
 
 describe('video generation on the local engine', () => {

@@ -1,3 +1,4 @@
+import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -107,4 +108,9 @@ export async function download(url: string): Promise<Buffer> {
   const res = await fetch(url);
   if (res.status !== 200) throw new Error(`GET ${url} answered ${res.status}`);
   return Buffer.from(await res.arrayBuffer());
+}
+
+/** Fails unless `actual` is within `tolerance` of `expected`, naming what was measured. */
+export function assertNear(actual: number, expected: number, tolerance: number, what: string): void {
+  assert.ok(Math.abs(actual - expected) <= tolerance, `${what}: ${actual} is not within ${tolerance} of ${expected}`);
 }
