@@ -10,7 +10,8 @@ import { FBXLoader } from 'three/examples/jsm/loaders/FBXLoader.js';
 import { OBJLoader } from 'three/examples/jsm/loaders/OBJLoader.js';
 import { STLLoader } from 'three/examples/jsm/loaders/STLLoader.js';
 import { USDLoader } from 'three/examples/jsm/loaders/USDLoader.js';
-import { LocalEngine } from '../src/providers/local/local-engine.ts';
+import { LocalEngine, MESH_ENDPOINTS } from '../src/providers/local/local-engine.ts';
+import { MESH_HANDLERS } from '../src/providers/local/mesh/mesh-handlers.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../src/providers/spec.ts';
 import { runContext } from './support/run-context.ts';
 
@@ -53,6 +54,11 @@ async function pictureURI(tint: { r: number; g: number; b: number }, side = 96):
 }
 
 describe('local mesh generation', () => {
+  it('the engine routes exactly the endpoints the mesh handlers serve', () => {
+    assert.deepEqual([...MESH_ENDPOINTS].sort(), Object.keys(MESH_HANDLERS).sort());
+  });
+
+
   it('builds a textured text-to-model mesh within face_limit, with base model and preview', async () => {
     const out = await run('generate.text', { prompt: 'a red knight', face_limit: 5000, enable_texture: true, enable_pbr: false });
     const doc = await glbOf(out);

@@ -11,7 +11,8 @@ const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 
 type HandlerLoader = () => Promise<LocalHandler>;
 
-const MESH_ENDPOINTS = ['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'];
+/** The /v1/mesh3d endpoints of mesh/mesh-handlers.ts, named here so that module loads only when one runs. */
+export const MESH_ENDPOINTS = ['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'].map((name) => `mesh3d.${name}`);
 const meshHandler = (endpoint: string): HandlerLoader => async () => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint]!;
 
 /**
@@ -28,7 +29,7 @@ const HANDLERS: Record<string, HandlerLoader> = {
   'video.generations': async () => (await import('./video/generate-video.ts')).generateVideo,
   'digital-human.create': async () => (await import('./video/create-digital-human.ts')).createDigitalHuman,
   'digital-human.generations': async () => (await import('./video/lip-sync-video.ts')).lipSyncVideo,
-  ...Object.fromEntries(MESH_ENDPOINTS.map((name) => [`mesh3d.${name}`, meshHandler(`mesh3d.${name}`)])),
+  ...Object.fromEntries(MESH_ENDPOINTS.map((endpoint) => [endpoint, meshHandler(endpoint)])),
 };
 
 /**
