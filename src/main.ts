@@ -1,7 +1,7 @@
 import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import type { Settings } from './config/settings.ts';
+import { checkProviderCodes, type Settings } from './config/settings.ts';
 import { RuntimeConfig } from './config/runtime-config.ts';
 import { loadCatalog } from './catalog/catalog.ts';
 import { openDb } from './storage/db.ts';
@@ -25,7 +25,7 @@ import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
 import { InputReader } from './tasks/input-reader.ts';
 import { GenerationService } from './tasks/generation-service.ts';
-import { createChatModelRegistry, createEngineRegistry, type EngineRegistry } from './providers/registry.ts';
+import { createChatModelRegistry, createEngineRegistry, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
 import { createAgentServices } from './agent/agent-services.ts';
@@ -62,7 +62,8 @@ export interface ServerParts {
 export async function startServer(settings: Settings, logger: Logger = pino({ level: settings.logLevel }), parts: ServerParts = {}): Promise<RunningServer> {
   // The catalog is checked first so a bad file stops the start before anything is touched.
   const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
-  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema });
+  checkProviderCodes(settings.config, [...catalog.providers.map((p) => p.code), ...catalog.models.map((m) => m.providerCode)], SELF_SERVING_ADAPTERS);
+  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true });
   const blobs = new FsBlobStore(path.join(settings.dataDir, 'blobs'));
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
   const tokens = new TokenService(new TokensRepo(db), admin.hash);
@@ -80,9 +81,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));
   const tasksRepo = new TasksRepo(db);
   const queueLogger = logger.child({ component: 'queue' });
+  const heartbeat = { intervalMs: settings.workerHeartbeatMs, ttlMs: settings.workerHeartbeatTtlMs };
   const queue: TaskQueue = settings.redisUrl
-    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger })
-    : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, logger: queueLogger });
+    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, heartbeat, logger: queueLogger })
+    : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, liveness: db.dialect === 'sqlite' ? { sole: true } : { sole: false, ...heartbeat }, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });

@@ -10,7 +10,6 @@ import {
   CAPABILITY_NAMES,
   Catalog,
   CatalogError,
-  DEFAULT_IMAGE_MODEL,
   loadCatalog,
   readCatalogFile,
   type CatalogDocument,
@@ -372,10 +371,6 @@ describe('built-in catalog content', () => {
     const codes = new Set(catalog.providers.map((p) => p.code));
     assert.equal(codes.has('local'), false);
     for (const model of catalog.models) assert.ok(codes.has(model.providerCode), `${model.alias}: ${model.providerCode}`);
-  });
-
-  it('has the default image model, able to generate images', () => {
-    assert.ok(byAlias(DEFAULT_IMAGE_MODEL).modelTypes.includes('image_generate'));
   });
 
   it('declares every capability it lists in modelTypes, and nothing else', () => {

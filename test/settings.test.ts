@@ -18,6 +18,28 @@ describe('settings', () => {
     assert.ok(!result.stderr.includes('sk-oops'), 'values are not echoed');
   });
 
+  it('refuses a provider code the catalog does not know, listing the known ones', async () => {
+    const result = await runCli(['serve'], {
+      PORT: '0', DATA_DIR: tempDataDir(), LOG_LEVEL: 'silent',
+      GENGATE_CONFIG: JSON.stringify({ providers: { openia: { api_key_env: 'OPENAI_API_KEY' } } }),
+    });
+    assert.equal(result.code, 1, JSON.stringify(result));
+    assert.match(result.stderr, /GENGATE_CONFIG\.providers\.openia: unknown provider code "openia"; the catalog's provider codes are [^\n]*\bopenai\b/);
+    assert.doesNotMatch(result.stdout, /Providers configured/);
+  });
+
+  it('accepts a workflow provider under a name of its own', async () => {
+    const workflowsDir = tempDataDir();
+    const srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify({ providers: { 'comfy-gpu2': { adapter: 'comfyui', base_url: 'http://127.0.0.1:1', options: { workflows_dir: workflowsDir } } } }) });
+    try {
+      const res = await srv.fetch('/v1/models/list?type=all', { token: srv.adminToken });
+      assert.equal(res.status, 200);
+    } finally {
+      await srv.close();
+      fs.rmSync(workflowsDir, { recursive: true, force: true });
+    }
+  });
+
   it('refuses a malformed number setting', async () => {
     const result = await runCli(['serve'], { PORT: 'eighty', DATA_DIR: tempDataDir(), LOG_LEVEL: 'silent' });
     assert.equal(result.code, 1);

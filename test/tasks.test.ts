@@ -232,7 +232,8 @@ describe('generation tasks on the local engine', () => {
     const body: Json = await res.json();
     assert.equal(body.status, 'submitted');
     const record = await waitForRecord(srv, token, body.task_id, (r) => r.queue_status.status === 'success');
-    assert.equal(record.generate_info.workflow._id, 'seedream-4.0');
+    // The first enabled image model of the catalog (CONTRACT §4).
+    assert.equal(record.generate_info.workflow._id, 'gpt-image-1');
     assert.deepEqual(record.queue_status.data.mediaSize, { type: 'image', width: 32, height: 16, status: 1 });
     const bad = await srv.fetch('/v1/ai/generations', { method: 'POST', token, json: { prompt: 'no params' } });
     assert.equal(bad.status, 400);

@@ -15,9 +15,6 @@ export type * from './capabilities.ts';
 /** The catalog shipped with Gengate, used when CATALOG_PATH is not set. */
 export const BUILTIN_CATALOG_PATH = fileURLToPath(new URL('./builtin-catalog.json', import.meta.url));
 
-/** Alias of the built-in catalog's image model that serves requests naming no model (e.g. POST /v1/ai/generations). */
-export const DEFAULT_IMAGE_MODEL = 'seedream-4.0';
-
 /** Provider code that never needs a providers-config entry: the built-in offline engine. */
 const LOCAL_PROVIDER = 'local';
 
@@ -83,9 +80,24 @@ export function readCatalogFile(path: string): unknown {
 }
 
 const CONFIG_MODELS_PATH = 'GENGATE_CONFIG.models';
+const CONFIG_DEFAULT_MODELS_PATH = 'GENGATE_CONFIG.default_models';
 
-function configPath(alias: string): string {
-  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(alias) ? `${CONFIG_MODELS_PATH}.${alias}` : `${CONFIG_MODELS_PATH}[${JSON.stringify(alias)}]`;
+/** The JSON path of a key under a config object, as the error lines name it. */
+function configPath(key: string, under = CONFIG_MODELS_PATH): string {
+  return /^[A-Za-z_][A-Za-z0-9_]*$/.test(key) ? `${under}.${key}` : `${under}[${JSON.stringify(key)}]`;
+}
+
+/** One line per default model that names no catalog model, or one without that capability type. */
+function checkDefaultModels(document: CatalogDocument, defaults: Record<string, string> | undefined): string[] {
+  const lines: string[] = [];
+  for (const [type, alias] of Object.entries(defaults ?? {})) {
+    const path = configPath(type, CONFIG_DEFAULT_MODELS_PATH);
+    const model = document.baseModels.find((m) => m.alias === alias);
+    if (!(CAPABILITY_NAMES as readonly string[]).includes(type)) lines.push(`${path}: ${type} is not a capability type`);
+    else if (!model) lines.push(`${path}: no catalog model has the alias ${alias}`);
+    else if (!(model.modelTypes as string[]).includes(type)) lines.push(`${path}: model ${alias} does not declare ${type}`);
+  }
+  return lines;
 }
 
 /**
@@ -152,6 +164,7 @@ export class Catalog {
   readonly providers: CatalogProvider[];
   readonly models: LiveModel[];
   readonly #byAlias: Map<string, LiveModel>;
+  readonly #defaults: Record<string, string>;
 
   constructor(document: CatalogDocument, config: GengateConfig = {}) {
     this.providers = document.providers;
@@ -160,6 +173,7 @@ export class Catalog {
       ...liveState(model, config.models?.[model.alias], config),
     }));
     this.#byAlias = new Map(this.models.map((m) => [m.alias, m]));
+    this.#defaults = config.default_models ?? {};
   }
 
   /** The model with this alias, enabled or not. */
@@ -171,6 +185,16 @@ export class Catalog {
   list(type?: string): LiveModel[] {
     if (type === undefined || type === 'all') return [...this.models];
     return this.models.filter((m) => (m.modelTypes as string[]).includes(type));
+  }
+
+  /**
+   * The model a request naming none gets for `type`: GENGATE_CONFIG `default_models[type]`,
+   * else the first enabled model declaring it (CONTRACT §4), so any catalog file has one.
+   */
+  defaultModel(type: CapabilityName): LiveModel | undefined {
+    const configured = this.#defaults[type];
+    if (configured !== undefined) return this.find(configured);
+    return this.models.find((m) => m.enabled && m.modelTypes.includes(type));
   }
 
   provider(code: string): CatalogProvider | undefined {
@@ -198,7 +222,7 @@ export function loadCatalog(opts: { path?: string; config: GengateConfig }): Cat
     const alias = index === undefined ? undefined : overriddenIndexes.get(Number(index));
     return alias === undefined ? line : `${line} (after the override in ${configPath(alias)})`;
   });
-  const allLines = [...overrideLines, ...mergedLines];
+  const allLines = [...overrideLines, ...mergedLines, ...checkDefaultModels(document, opts.config.default_models)];
   if (allLines.length > 0) throw new CatalogError(allLines, source);
   return new Catalog(document, opts.config);
 }

@@ -54,6 +54,8 @@ export type CallbackSettings = Static<typeof CallbackSettings>;
 export const GengateConfig = Type.Object({
   providers: Type.Optional(Type.Record(Type.String(), ProviderSettings)),
   models: Type.Optional(Type.Record(Type.String(), ModelOverride)),
+  /** The model a request naming none gets, by capability type (e.g. `image_generate`: an alias); checked against the catalog at start. */
+  default_models: Type.Optional(Type.Record(Type.String(), Type.String({ minLength: 1 }))),
   callback: Type.Optional(CallbackSettings),
   limits: Type.Optional(Type.Object({
     /** Largest accepted file, in bytes (default 20 MB). */
@@ -99,6 +101,10 @@ export interface Settings {
   workerConcurrency: number;
   /** How long a worker's claim on a task lasts without renewal before another worker may take it over. */
   taskLeaseMs: number;
+  /** How often an instance sharing the store or Redis tells the others it is alive (WORKER_HEARTBEAT_MS). */
+  workerHeartbeatMs: number;
+  /** An instance silent this long is dead and its running tasks are taken over (WORKER_HEARTBEAT_TTL_MS). */
+  workerHeartbeatTtlMs: number;
   /** Prefix of every Redis key and channel, so deployments (and tests) can share one Redis. */
   redisPrefix: string;
   /** session.challenge.timeoutMs: the whole realtime handshake must finish within it. */
@@ -163,6 +169,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const host = env.HOST || '127.0.0.1';
   const config = parseConfig(env.GENGATE_CONFIG);
   const realtimePort = env.REALTIME_PORT ? intSetting(env, 'REALTIME_PORT', 0) : undefined;
+  const workerHeartbeatMs = intSetting(env, 'WORKER_HEARTBEAT_MS', 1000, 10);
+  const workerHeartbeatTtlMs = intSetting(env, 'WORKER_HEARTBEAT_TTL_MS', 5000, 10);
+  // A TTL within one interval would declare every instance dead between two beats.
+  if (workerHeartbeatTtlMs < 2 * workerHeartbeatMs) throw new SettingsError(`WORKER_HEARTBEAT_TTL_MS: must be at least twice WORKER_HEARTBEAT_MS (${workerHeartbeatMs}), got ${workerHeartbeatTtlMs}`);
   return {
     port,
     host,
@@ -184,10 +194,26 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     instanceId: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
     workerConcurrency: intSetting(env, 'WORKER_CONCURRENCY', 16, 1),
     taskLeaseMs: intSetting(env, 'TASK_LEASE_MS', 30_000, 100),
+    workerHeartbeatMs,
+    workerHeartbeatTtlMs,
     redisPrefix: env.REDIS_PREFIX || 'gengate',
     realtimeHandshakeTimeoutMs: intSetting(env, 'REALTIME_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
     realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
     callbackHistoryMs: intSetting(env, 'CALLBACK_HISTORY_MS', 7 * 24 * 60 * 60 * 1000, 1),
     realtimeAuthRequired: boolSetting(env, 'REALTIME_AUTH_REQUIRED', true),
   };
+}
+
+/**
+ * Refuses a `providers` entry whose key is neither a provider code of the catalog nor served by
+ * an adapter with models of its own (ComfyUI workflows): a misspelled code would otherwise leave
+ * every model of the intended provider disabled as "provider not configured".
+ */
+export function checkProviderCodes(config: GengateConfig, catalogCodes: readonly string[], selfServingAdapters: readonly string[]): void {
+  const known = new Set(catalogCodes);
+  const lines = Object.entries(config.providers ?? {})
+    .filter(([code, provider]) => !known.has(code) && !selfServingAdapters.includes(provider.adapter ?? code))
+    .map(([code]) => `GENGATE_CONFIG.providers.${code}: unknown provider code "${code}"; the catalog's provider codes are ${[...known].sort().join(', ')}`
+      + ` (a provider serving workflows names its adapter, e.g. "adapter": "${selfServingAdapters[0]}")`);
+  if (lines.length > 0) throw new SettingsError(lines.join('\n'));
 }

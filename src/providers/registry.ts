@@ -59,6 +59,9 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   fal: falAdapter,
 };
 
+/** Adapters that serve models of their own (workflows), so their provider needs no catalog entry. */
+export const SELF_SERVING_ADAPTERS: readonly string[] = ['comfyui'];
+
 function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {
   const apiKey = settings.api_key_env ? process.env[settings.api_key_env] : undefined;
   if (settings.api_key_env && !apiKey) logger.warn({ provider, env: settings.api_key_env }, 'the API key variable of a provider is not set');

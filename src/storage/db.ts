@@ -20,6 +20,11 @@ export interface OpenDbOptions {
   /** PostgreSQL schema to use (tests isolate themselves in one); created when missing. */
   pgSchema?: string;
   poolSize?: number;
+  /**
+   * SQLite: the serving process holds DATA_DIR alone, and a second one is refused. Nothing else
+   * can run tasks from the store then, so every task lease found in it is a dead process's.
+   */
+  exclusive?: boolean;
 }
 
 const INT8_OID = 20;
@@ -27,13 +32,14 @@ const NUMERIC_OID = 1700;
 
 /** Opens the store and brings its schema up to date. */
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
-  const db = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts) : openSqlite(opts.dataDir);
+  const db = opts.databaseUrl ? await openPostgres(opts.databaseUrl, opts) : openSqlite(opts.dataDir, opts.exclusive ?? false);
   await migrateToLatest(db.kysely, opts.databaseUrl ? opts.pgSchema : undefined);
   return db;
 }
 
-function openSqlite(dataDir: string): Db {
+function openSqlite(dataDir: string, exclusive: boolean): Db {
   fs.mkdirSync(dataDir, { recursive: true });
+  const lock = exclusive ? lockDataDir(dataDir) : undefined;
   const database = new SQLite(path.join(dataDir, 'gengate.db'));
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
@@ -42,7 +48,32 @@ function openSqlite(dataDir: string): Db {
   // SQLite's own lower() folds ASCII only; case-insensitive search must fold like PostgreSQL's.
   database.function('lower', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
-  return { kysely, dialect: 'sqlite', close: () => kysely.destroy() };
+  return {
+    kysely,
+    dialect: 'sqlite',
+    close: async () => {
+      await kysely.destroy();
+      lock?.close();
+    },
+  };
+}
+
+/**
+ * An exclusive lock on DATA_DIR/gengate.lock, a SQLite file written once in exclusive locking
+ * mode: the operating system drops it when the process ends, even killed, so it never outlives
+ * its holder. The data file itself stays open to short-lived commands (`token create`).
+ */
+function lockDataDir(dataDir: string): SQLite.Database {
+  const lock = new SQLite(path.join(dataDir, 'gengate.lock'), { timeout: 0 });
+  lock.pragma('locking_mode = EXCLUSIVE');
+  try {
+    lock.exec('BEGIN EXCLUSIVE; COMMIT');
+  } catch (err) {
+    lock.close();
+    if ((err as { code?: string }).code !== 'SQLITE_BUSY') throw err;
+    throw new Error(`DATA_DIR ${dataDir} is in use by another gengate process; the embedded SQLite store serves one process (several instances share PostgreSQL through DATABASE_URL)`);
+  }
+  return lock;
 }
 
 const STATEMENT_CACHE_SIZE = 500;

@@ -10,6 +10,7 @@ export interface Database {
   asset_meta: AssetMetaRow;
   tasks: TaskRow;
   callback_deliveries: CallbackDeliveryRow;
+  worker_heartbeats: WorkerHeartbeatRow;
   callback_attempts: CallbackAttemptRow;
   ws_tickets: WsTicketRow;
   conversations: ConversationRow;
@@ -153,6 +154,12 @@ export interface TaskRow {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+}
+
+/** The liveness of one instance of the database queue: it is alive until `alive_until` unless it beats again. */
+export interface WorkerHeartbeatRow {
+  instance_id: string;
+  alive_until: number;
 }
 
 /** One task status update to POST to the callback address (the outbox). */

@@ -11,8 +11,11 @@ export interface BullMqTaskQueueOptions {
   prefix: string;
   /** This process, as the name of its worker. */
   instanceId: string;
-  /** The job lock: a worker that stops renewing it (it died) loses its tasks after this long. */
-  leaseMs: number;
+  /**
+   * Each running job's lock is this worker's heartbeat: renewed every `intervalMs`, it expires
+   * `ttlMs` after the last renewal, and the job is then handed to another worker.
+   */
+  heartbeat: { intervalMs: number; ttlMs: number };
   logger: Logger;
 }
 
@@ -33,8 +36,9 @@ const STOP_WAIT_MS = 5_000;
 
 /**
  * The queue of a deployment with REDIS_URL (BullMQ). One job per task, its id the task id, so
- * adding a task twice is harmless. A running job's lock is renewed while its process lives; the
- * jobs of a process that died stall and are run again by another worker, each run counted in
+ * adding a task twice is harmless. A running job's lock (a Redis key with a short TTL) is renewed
+ * while its process lives; the jobs of a process that died stall within the TTL and are run again
+ * by another worker, each run counted in
  * `attemptsStarted`. The database stays the truth: live tasks are queued again at start and
  * every minute, which covers a crash between storing a task and queueing it.
  */
@@ -69,9 +73,11 @@ export class BullMqTaskQueue implements TaskQueue {
       prefix: this.opts.prefix,
       name: this.opts.instanceId,
       concurrency,
-      lockDuration: this.opts.leaseMs,
-      // Checked as often as a lease lasts, so a dead worker's tasks move on within about two leases.
-      stalledInterval: this.opts.leaseMs,
+      lockDuration: this.opts.heartbeat.ttlMs,
+      lockRenewTime: this.opts.heartbeat.intervalMs,
+      // Checked (by one worker of the deployment at a time) at every beat, so a dead worker's
+      // tasks move on within a TTL and a beat; a frozen one keeps them for TTL minus a beat.
+      stalledInterval: this.opts.heartbeat.intervalMs,
       maxStalledCount: MAX_STALLED_COUNT,
     });
     worker.on('error', (err) => log.warn({ err }, 'task worker error'));

@@ -5,8 +5,16 @@ import type { TaskHandler, TaskQueue } from './task-queue.ts';
 export interface DbTaskQueueOptions {
   /** This process, as the holder of its leases. */
   instanceId: string;
-  /** A claim lasts this long unless renewed; a dead worker's tasks are taken over after it. */
+  /** A claim lasts this long unless renewed; a stalled worker's tasks are taken over after it. */
   leaseMs: number;
+  /**
+   * How a dead holder is told apart. `sole`: no other process can use the store (embedded
+   * SQLite, held by its lock), so the leases found at start are an earlier life's and are
+   * taken back at once. `heartbeat`: the instances sharing the store each beat every
+   * `intervalMs`; the tasks of one silent for `ttlMs` are taken over without waiting for
+   * their leases.
+   */
+  liveness: { sole: true } | { sole: false; intervalMs: number; ttlMs: number };
   /** How often an idle worker looks for tasks submitted through other processes. */
   pollMs?: number;
   logger: Logger;
@@ -16,7 +24,8 @@ export interface DbTaskQueueOptions {
 /**
  * The embedded queue: the tasks table itself. A worker claims live tasks by writing a lease
  * (compare-and-set in one UPDATE), renews its leases while running, and gives them back when
- * done; a task whose lease ran out is claimable again, which recovers stalled workers.
+ * done; a task whose lease ran out is claimable again, which recovers stalled workers. A dead
+ * worker's tasks are freed sooner: at the restart of a sole process, or when its heartbeat lapses.
  */
 export class DbTaskQueue implements TaskQueue {
   private readonly running = new Map<string, AbortController>();
@@ -28,6 +37,11 @@ export class DbTaskQueue implements TaskQueue {
   private recoverWanted = false;
   private pollTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
+  private heartbeatTimer: NodeJS.Timeout | undefined;
+  /** When this instance last beat; a longer silence than the TTL may have cost it its tasks. */
+  private lastBeat = 0;
+  /** Settles once the start's liveness step is done; no claim is made before it. */
+  private started: Promise<void> = Promise.resolve();
   private readonly settled = new Set<Promise<void>>();
 
   constructor(
@@ -49,6 +63,17 @@ export class DbTaskQueue implements TaskQueue {
     this.concurrency = concurrency;
     this.stopped = false;
     const pollMs = this.opts.pollMs ?? 250;
+    const liveness = this.opts.liveness;
+    if (liveness.sole) {
+      this.started = this.repo.releaseAllLeases().then(
+        (n) => void (n > 0 && this.opts.logger.info({ tasks: n }, 'took back the tasks of the previous run')),
+        (err: unknown) => this.opts.logger.error({ err }, 'taking back the tasks of the previous run failed'),
+      );
+    } else {
+      // Beating before the first claim: a task is never held by an instance the others think dead.
+      this.started = this.heartbeat();
+      this.heartbeatTimer = setInterval(() => void this.heartbeat(), liveness.intervalMs);
+    }
     this.pollTimer = setInterval(() => this.pump(true), pollMs);
     this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
     this.pump(true);
@@ -58,8 +83,34 @@ export class DbTaskQueue implements TaskQueue {
     this.stopped = true;
     clearInterval(this.pollTimer);
     clearInterval(this.renewTimer);
+    clearInterval(this.heartbeatTimer);
     for (const controller of this.running.values()) controller.abort(new Error('the server is shutting down'));
     await Promise.allSettled([...this.settled]);
+    if (!this.opts.liveness.sole) await this.repo.forgetHeartbeat(this.opts.instanceId).catch((err: unknown) => this.opts.logger.warn({ err }, 'removing the heartbeat failed'));
+  }
+
+  /**
+   * Tells the other instances this one lives, then frees the tasks of those that went silent.
+   * After a silence longer than the TTL (a frozen process) the leases are checked at once, so a
+   * run another instance took over meanwhile stops now rather than at the next renewal.
+   */
+  private async heartbeat(): Promise<void> {
+    if (this.opts.liveness.sole) return;
+    const { ttlMs } = this.opts.liveness;
+    const now = this.now();
+    try {
+      await this.repo.beat(this.opts.instanceId, now + ttlMs);
+      const silent = this.lastBeat > 0 && now - this.lastBeat > ttlMs;
+      this.lastBeat = now;
+      if (silent) await this.renew();
+      const freed = await this.repo.releaseSilentHolders(now);
+      if (freed > 0) {
+        this.opts.logger.warn({ tasks: freed }, 'took over the tasks of an instance whose heartbeat stopped');
+        this.pump(true);
+      }
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'heartbeat failed');
+    }
   }
 
   /**
@@ -76,6 +127,7 @@ export class DbTaskQueue implements TaskQueue {
     this.pumping = true;
     void (async () => {
       try {
+        await this.started;
         while (this.wanted && !this.stopped) {
           this.wanted = false;
           const free = this.concurrency - this.running.size;

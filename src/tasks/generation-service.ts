@@ -21,7 +21,8 @@ export interface GenerationRequest extends GenerationCaller {
   capabilities: readonly CapabilityName[];
   /** DrawResponse.type of the outputs. */
   outputType: string;
-  model: string;
+  /** Catalog alias or workflow name; absent: the catalog's default model for the first capability. */
+  model?: string;
   /** The validated request parameters (generate_info.input). */
   input: Record<string, unknown>;
 }
@@ -54,8 +55,15 @@ export class GenerationService {
     return model;
   }
 
+  /** The alias of the model serving a request that names none (CONTRACT §4). */
+  private defaultAlias(capability: CapabilityName): string {
+    const model = this.deps.catalog.defaultModel(capability);
+    if (!model) throw new ApiError('model_not_found', `no model given, and no enabled catalog model can do ${capability}`, 'model');
+    return model.alias;
+  }
+
   async generate(request: GenerationRequest, mode: 'sync' | 'async'): Promise<GenerationOutcome> {
-    const model = this.resolveModel(request.model, request.capabilities);
+    const model = this.resolveModel(request.model ?? this.defaultAlias(request.capabilities[0]), request.capabilities);
     const task = await this.deps.tasks.submit({
       ownerId: request.ownerId,
       clientId: request.clientId,

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { DEFAULT_IMAGE_MODEL } from '../../catalog/catalog.ts';
 import { ApiError } from '../../core/errors.ts';
 import { MAX_IMAGE_SIDE } from '../../providers/local/image/image-size.ts';
 import { asyncBody, asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
@@ -45,7 +44,7 @@ const LegacyGenerationBody = Type.Object({
     seed: Type.Optional(Type.Integer()),
   }, { additionalProperties: true, description: 'workflow-engine parameters; other keys accepted' }),
   options: Type.Optional(Type.Object({ result_retrieval: Type.Optional(Type.String({ default: 'websocket' })) }, { additionalProperties: false })),
-  model: Type.Optional(Type.String({ minLength: 1, description: `default: ${DEFAULT_IMAGE_MODEL}` })),
+  model: Type.Optional(Type.String({ minLength: 1, description: 'default: GENGATE_CONFIG default_models.image_generate, else the first enabled catalog model with image_generate' })),
 }, { additionalProperties: false });
 
 /** Image generation and the deprecated workflow submit (spec document 1, CONTRACT §4). */
@@ -86,7 +85,7 @@ export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       endpoint: 'ai.generations',
       capabilities: ['image_generate'],
       outputType: 'image',
-      model: request.body.model ?? DEFAULT_IMAGE_MODEL,
+      model: request.body.model,
       input: { ...request.body.params, ...(request.body.options ? { options: request.body.options } : {}) },
     }, 'async');
     return reply

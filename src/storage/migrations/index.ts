@@ -8,6 +8,7 @@ import * as mesh3d from './0006-mesh3d.ts';
 import * as digitalHuman from './0007-digital-human.ts';
 import * as conversations from './0008-conversations.ts';
 import * as agents from './0009-agents.ts';
+import * as workerHeartbeats from './0010-worker-heartbeats.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007_digital_human': digitalHuman,
   '0008_conversations': conversations,
   '0009_agents': agents,
+  '0010_worker_heartbeats': workerHeartbeats,
 };

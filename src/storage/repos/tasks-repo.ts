@@ -1,5 +1,6 @@
-import { sql, type SelectQueryBuilder } from 'kysely';
+import { sql, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.ts';
+import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
 import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
 
@@ -49,10 +50,11 @@ export class TasksRepo {
 
   /**
    * Compare-and-set: writes the patch only when the task is still at `version`, together with
-   * its callback delivery. Answers false when another writer got there first.
+   * its callback delivery and `alsoWrite` (an end's rows). Answers false, and writes nothing,
+   * when another writer got there first.
    */
-  async update(id: string, version: number, patch: TaskPatch, delivery?: CallbackDeliveryRow): Promise<boolean> {
-    return this.writes.run(async (trx) => {
+  async update(id: string, version: number, patch: TaskPatch, delivery?: CallbackDeliveryRow, alsoWrite?: (db: DbHandle) => Promise<void>): Promise<boolean> {
+    const work = async (trx: Transaction<Database>) => {
       const res = await trx
         .updateTable('tasks')
         .set({ ...patch, version: version + 1 })
@@ -61,8 +63,11 @@ export class TasksRepo {
         .executeTakeFirst();
       if (Number(res.numUpdatedRows) !== 1) return false;
       if (delivery) await trx.insertInto('callback_deliveries').values(delivery).execute();
+      await alsoWrite?.({ kysely: trx, dialect: this.db.dialect });
       return true;
-    });
+    };
+    // Other writes may fail; in a transaction of their own they cannot fail a whole batch.
+    return alsoWrite ? this.writes.runAlone(work) : this.writes.run(work);
   }
 
   /** How many live-but-unstarted tasks were submitted before this one. */
@@ -130,6 +135,54 @@ export class TasksRepo {
   /** Gives a task back: another worker (or this one after a restart) may take it at once. */
   async release(owner: string, id: string): Promise<void> {
     await this.db.kysely.updateTable('tasks').set({ lease_owner: null, lease_until: null }).where('id', '=', id).where('lease_owner', '=', owner).execute();
+  }
+
+  /**
+   * Gives back every lease of a live task. For a store one process uses alone: at its start the
+   * leases are its earlier life's, and their tasks become claimable at once.
+   */
+  async releaseAllLeases(): Promise<number> {
+    const res = await this.db.kysely
+      .updateTable('tasks')
+      .set({ lease_owner: null, lease_until: null })
+      .where('status', 'in', [...LIVE])
+      .where('lease_owner', 'is not', null)
+      .executeTakeFirst();
+    return Number(res.numUpdatedRows);
+  }
+
+  /** Records that `instance` is alive until `aliveUntil`. */
+  async beat(instance: string, aliveUntil: number): Promise<void> {
+    await this.db.kysely
+      .insertInto('worker_heartbeats')
+      .values({ instance_id: instance, alive_until: aliveUntil })
+      .onConflict((oc) => oc.column('instance_id').doUpdateSet({ alive_until: aliveUntil }))
+      .execute();
+  }
+
+  /**
+   * Instances whose heartbeat lapsed before `now` are dead: the leases they held are given back
+   * (their tasks are claimable at once) and their heartbeats removed. Answers the tasks freed.
+   */
+  async releaseSilentHolders(now: number): Promise<number> {
+    return this.db.kysely.transaction().execute(async (trx) => {
+      const dead = (await trx.selectFrom('worker_heartbeats').select('instance_id').where('alive_until', '<', now).execute()).map((r) => r.instance_id);
+      if (dead.length === 0) return 0;
+      const res = await trx
+        .updateTable('tasks')
+        .set({ lease_owner: null, lease_until: null })
+        .where('status', 'in', [...LIVE])
+        .where('lease_owner', 'in', dead)
+        .executeTakeFirst();
+      // One that beat again meanwhile keeps its row; its renewal finds its tasks gone.
+      await trx.deleteFrom('worker_heartbeats').where('instance_id', 'in', dead).where('alive_until', '<', now).execute();
+      return Number(res.numUpdatedRows);
+    });
+  }
+
+  /** Removes an instance's heartbeat (it stopped and handed its tasks back). */
+  async forgetHeartbeat(instance: string): Promise<void> {
+    await this.db.kysely.deleteFrom('worker_heartbeats').where('instance_id', '=', instance).execute();
   }
 
   /** Live tasks submitted before `before` (for re-queueing after a crash between store and enqueue). */
