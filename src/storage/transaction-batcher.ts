@@ -38,24 +38,41 @@ export class TransactionBatcher {
     });
   }
 
+  /**
+   * Runs a work in a transaction of its own, with the same retries: for a work that may throw
+   * (its failure must not fail other callers' writes) or that writes a lot.
+   */
+  runAlone<T>(work: Work<T>): Promise<T> {
+    return this.withRetries(() => this.kysely.transaction().execute(work));
+  }
+
   private async flush(): Promise<void> {
     const batch = this.queue.splice(0, MAX_BATCH);
     if (this.queue.length > 0) setImmediate(() => void this.flush());
     else this.scheduled = false;
-    for (let attempt = 1; ; attempt++) {
-      const results: unknown[] = [];
-      try {
-        await this.kysely.transaction().execute(async (trx) => {
+    try {
+      const results = await this.withRetries(() =>
+        this.kysely.transaction().execute(async (trx) => {
+          const results: unknown[] = [];
           for (const queued of batch) results.push(await queued.work(trx));
-        });
-        batch.forEach((queued, i) => queued.resolve(results[i]));
-        return;
+          return results;
+        }),
+      );
+      batch.forEach((queued, i) => queued.resolve(results[i]));
+    } catch (err) {
+      for (const queued of batch) queued.reject(err);
+    }
+  }
+
+  private async withRetries<T>(transaction: () => Promise<T>): Promise<T> {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await transaction();
       } catch (err) {
-        // Batches of two instances touching the same rows in another order may deadlock in
+        // Transactions of two instances touching the same rows in another order may deadlock in
         // PostgreSQL; the loser was rolled back entirely and simply runs again.
         if (attempt < MAX_ATTEMPTS && RETRYABLE.has((err as { code?: string }).code ?? '')) continue;
-        for (const queued of batch) queued.reject(err);
-        return;
+        throw err;
       }
     }
   }

@@ -2,11 +2,13 @@ import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { isTerminal, transition, type TaskChange, type TaskState, type TaskStatus } from '../core/task-state.ts';
+import type { GenerationOutput } from '../providers/spec.ts';
 import type { RuntimeConfig } from '../config/runtime-config.ts';
 import type { CallbackDeliveryRow, TaskRow } from '../storage/schema.ts';
 import type { TasksRepo, TaskPatch } from '../storage/repos/tasks-repo.ts';
 import type { EventBus, TaskStatusEvent } from './event-bus.ts';
 import type { TaskQueue } from './task-queue.ts';
+import { TaskEndings, type EndHandler, type EndpointMatch, type PreparedEnd, type TaskEnding } from './task-endings.ts';
 import { parseResult, statusRecordOf, type TaskResult, type TaskStatusRecord } from './task-record.ts';
 
 /** What a generation endpoint asks to run. */
@@ -20,6 +22,18 @@ export interface NewTask {
   outputType: string;
   cancellable: boolean;
   input: Record<string, unknown>;
+}
+
+/** What comes with a status change besides the change itself. */
+export interface TransitionExtra {
+  /** Merged into the stored result. */
+  result?: TaskResult;
+  /** The instance running the task. */
+  server?: string;
+  /** The caller's copy of the stored task, saving a read. */
+  current?: TaskRow;
+  /** What the engine produced, handed to the end handlers of a successful end. */
+  output?: GenerationOutput;
 }
 
 export type TransitionResult = { ok: true; row: TaskRow; changed: boolean } | { ok: false; row: TaskRow; reason: 'terminal' | 'not_allowed' };
@@ -42,11 +56,12 @@ function stateOf(row: TaskRow): TaskState {
 
 /**
  * Tasks: creation, the status changes (every one persisted, with its callback delivery, then
- * published), reading, cancelling and waiting for the end.
+ * published), the end handlers, reading, cancelling and waiting for the end.
  */
 export class TaskService {
   private readonly waiters = new Map<string, Set<(record: TaskStatusRecord | undefined) => void>>();
   private readonly unsubscribe: () => void;
+  private readonly endings: TaskEndings;
 
   constructor(
     private readonly repo: TasksRepo,
@@ -56,6 +71,16 @@ export class TaskService {
     private readonly opts: { instanceId: string; logger: Logger; now?: () => number; observe?: (row: TaskRow) => void },
   ) {
     this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
+    this.endings = new TaskEndings(opts.logger);
+  }
+
+  /**
+   * Registers what happens when a task of the matching endpoints ends (any terminal status):
+   * the handler's rows are written in the transaction that writes the end (see task-endings.ts).
+   * Handlers run in the order they were registered.
+   */
+  onEnd(match: EndpointMatch, handler: EndHandler): void {
+    this.endings.on(match, handler);
   }
 
   private now(): number {
@@ -141,9 +166,36 @@ export class TaskService {
   /**
    * The one way a task's status changes: applies the state machine to the stored task and
    * writes the result compare-and-set, retrying when another writer got there first. The
-   * change and its callback delivery are persisted before the event is published.
+   * change, its callback delivery and (for an end) the end handlers' rows are persisted in one
+   * transaction before the event is published.
    */
-  async transition(taskId: string, change: TaskChange, extra: { result?: TaskResult; server?: string; current?: TaskRow } = {}): Promise<TransitionResult> {
+  async transition(taskId: string, change: TaskChange, extra: TransitionExtra = {}): Promise<TransitionResult> {
+    // Prepared once, on the first attempt that may write the end; kept across compare-and-set retries.
+    let ending: { ending: TaskEnding; prepared: PreparedEnd | undefined } | undefined;
+    try {
+      const outcome = await this.write(taskId, change, extra, async (row) => {
+        ending ??= await this.prepareEnd(row, change.status, extra);
+        return ending;
+      });
+      if (!outcome.ok || !outcome.changed) await ending?.prepared?.abandon();
+      return outcome;
+    } catch (err) {
+      await ending?.prepared?.abandon();
+      throw err;
+    }
+  }
+
+  private async prepareEnd(row: TaskRow, status: TaskStatus, extra: TransitionExtra): Promise<{ ending: TaskEnding; prepared: PreparedEnd | undefined }> {
+    const ending: TaskEnding = { task: row, status, ...(extra.output ? { output: extra.output } : {}), result: { ...parseResult(row), ...extra.result } };
+    return { ending, prepared: await this.endings.prepare(ending) };
+  }
+
+  private async write(
+    taskId: string,
+    change: TaskChange,
+    extra: TransitionExtra,
+    endOf: (row: TaskRow) => Promise<{ ending: TaskEnding; prepared: PreparedEnd | undefined }>,
+  ): Promise<TransitionResult> {
     // The caller's copy saves a read; if it is stale the compare-and-set fails and the task is read.
     let known = extra.current;
     for (let i = 0; i < MAX_CAS_RETRIES; i++) {
@@ -153,7 +205,10 @@ export class TaskService {
       const now = this.now();
       const outcome = transition(stateOf(row), change, now);
       if (!outcome.ok) return { ok: false, row, reason: outcome.reason };
-      const result = extra.result ? JSON.stringify({ ...parseResult(row), ...extra.result }) : row.result;
+      const end = isTerminal(outcome.next.status) ? await endOf(row) : undefined;
+      // An end writes what its handlers made of the result, over what a retry found stored meanwhile.
+      const merged = end ? { ...parseResult(row), ...end.ending.result } : extra.result ? { ...parseResult(row), ...extra.result } : undefined;
+      const result = merged ? JSON.stringify(merged) : row.result;
       const server = extra.server ?? row.server;
       if (!outcome.changed && result === row.result && server === row.server) return { ok: true, row, changed: false };
       const callbackUrl = (await this.runtimeConfig.callback()).callback_url ?? null;
@@ -172,7 +227,7 @@ export class TaskService {
       };
       const next: TaskRow = { ...row, ...patch, version: row.version + 1 };
       const record = statusRecordOf(next);
-      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, record, now))) {
+      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, record, now), end?.prepared?.write)) {
         await this.announce(next, record);
         return { ok: true, row: next, changed: true };
       }

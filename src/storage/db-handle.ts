@@ -1,0 +1,12 @@
+import type { Kysely } from 'kysely';
+import type { Dialect } from './db.ts';
+import type { Database } from './schema.ts';
+
+/**
+ * What a repository runs its queries on: the pool, or a transaction in progress (a Kysely
+ * Transaction is a Kysely), so the same repository code writes inside someone else's transaction.
+ */
+export interface DbHandle {
+  kysely: Kysely<Database>;
+  dialect: Dialect;
+}
