@@ -55,6 +55,26 @@ async function rgbOf(bytes: Buffer): Promise<{ data: Buffer; width: number; heig
   return { data, width: info.width, height: info.height };
 }
 
+/** The picture's mean hue in degrees (0-360): the circular mean of its pixels' hues, weighted by their chroma. */
+function meanHue({ data }: { data: Buffer }): number {
+  let x = 0;
+  let y = 0;
+  for (let at = 0; at < data.length; at += 3) {
+    const [r, g, b] = [data[at] / 255, data[at + 1] / 255, data[at + 2] / 255];
+    const max = Math.max(r, g, b);
+    const chroma = max - Math.min(r, g, b);
+    if (chroma === 0) continue;
+    const sector = max === r ? ((g - b) / chroma + 6) % 6 : max === g ? (b - r) / chroma + 2 : (r - g) / chroma + 4;
+    const angle = (sector * 60 * Math.PI) / 180;
+    x += Math.cos(angle) * chroma;
+    y += Math.sin(angle) * chroma;
+  }
+  return ((Math.atan2(y, x) * 180) / Math.PI + 360) % 360;
+}
+
+/** Degrees between two hues, 0 to 180. */
+const hueDistance = (a: number, b: number) => Math.min(Math.abs(a - b), 360 - Math.abs(a - b));
+
 function countFiles(dir: string): number {
   if (!fs.existsSync(dir)) return 0;
   return fs.readdirSync(dir, { recursive: true, withFileTypes: true }).filter((e) => e.isFile()).length;
@@ -156,6 +176,20 @@ describe('images', () => {
       assert.notDeepEqual(await pixels(await generated({ ...request, n: 1, seed: 43 })), reference, 'another seed differs');
       assert.notDeepEqual(await pixels(await generated({ ...request, n: 1, prompt: 'three kites' })), reference, 'another prompt differs');
       assert.notDeepEqual(await pixels(await generated({ ...request, n: 1, model: 'seedream-4.5' })), reference, 'another model differs');
+    });
+
+    it('a prompt naming a colour is drawn in that hue, whatever the seed', async () => {
+      const hueOf = async (prompt: string, seed: number) => meanHue(await rgbOf((await download((await generated({ model: MODEL, prompt, size: '64x64', seed })).data[0].url)).bytes));
+      for (const [prompt, hue] of [['a red fox', 0], ['a blue whale', 220], ['Golden fields', 48]] as const) {
+        for (const seed of [1, 2, 3]) {
+          const mean = await hueOf(prompt, seed);
+          assert.ok(hueDistance(mean, hue) <= 30, `${prompt} (seed ${seed}): mean hue ${mean.toFixed(0)}, expected near ${hue}`);
+        }
+      }
+      for (const seed of [1, 2, 3]) {
+        const mean = await hueOf('a green frog on a red leaf', seed);
+        assert.ok(hueDistance(mean, 125) < hueDistance(mean, 0), `the first colour named leads (seed ${seed}): mean hue ${mean.toFixed(0)}`);
+      }
     });
 
     it('validates the image parameters, naming the field; other parameters pass through to the task', async () => {

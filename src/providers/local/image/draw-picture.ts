@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
 import type { ImageSize } from './image-size.ts';
+import { colourHuesOf } from './colour-words.ts';
 
 /** A small, fast generator (sfc32) seeded from a hex digest: the same digest gives the same numbers. */
 function randomFrom(hexDigest: string): () => number {
@@ -21,13 +22,22 @@ function randomFrom(hexDigest: string): () => number {
   return next;
 }
 
-/** The prompt's palette: a hue from the prompt's hash, and colours around it. */
+/**
+ * The prompt's palette. A prompt naming colours ("a red fox on blue snow") is drawn mostly in the
+ * first one's hue, with the others as accents; any other prompt gets a hue from its hash, with
+ * its neighbours and sometimes its complement.
+ */
 function paletteOf(prompt: string): (random: () => number) => string {
-  const hue = parseInt(createHash('sha256').update(prompt).digest('hex').slice(0, 8), 16) % 360;
+  const [named, ...accents] = colourHuesOf(prompt);
+  const hue = named ?? parseInt(createHash('sha256').update(prompt).digest('hex').slice(0, 8), 16) % 360;
+  const nextHue = (random: () => number): number => {
+    if (named === undefined) return random() < 0.75 ? hue + (random() - 0.5) * 70 : hue + 180 + (random() - 0.5) * 40;
+    if (accents.length > 0 && random() < 0.25) return accents[Math.floor(random() * accents.length)] + (random() - 0.5) * 30;
+    return hue + (random() - 0.5) * 50;
+  };
   return (random) => {
-    // Mostly the prompt's hue and its neighbours, sometimes the complement.
-    const offset = random() < 0.75 ? (random() - 0.5) * 70 : 180 + (random() - 0.5) * 40;
-    return `hsl(${Math.round((hue + offset + 360) % 360)},${Math.round(45 + random() * 50)}%,${Math.round(25 + random() * 55)}%)`;
+    const h = nextHue(random);
+    return `hsl(${Math.round((h + 360) % 360)},${Math.round(45 + random() * 50)}%,${Math.round(25 + random() * 55)}%)`;
   };
 }
 
