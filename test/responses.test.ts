@@ -467,8 +467,9 @@ describe('POST /v1/responses cancelled while a tool runs', () => {
 
   before(async () => {
     fake = await startFakeChatUpstream();
-    // Local tasks take a minute, so the cancel lands while the image is being made.
-    srv = await startTestServer({ GENGATE_CONFIG: config(fake), LOCAL_ENGINE_MIN_DURATION_MS: '60000' });
+    // Local tasks take seconds, so the cancel lands while the image is being made (the local
+    // model's tool call is paced over the same time first).
+    srv = await startTestServer({ GENGATE_CONFIG: config(fake), LOCAL_ENGINE_MIN_DURATION_MS: '8000' });
     alice = await srv.tokenFor('alice');
   });
   after(async () => {

@@ -136,7 +136,7 @@ export interface ChatModelRegistry {
  * everything else (and `adapter: "local"`) answers from the local chat model.
  */
 export function createChatModelRegistry(settings: Settings, logger: Logger): ChatModelRegistry {
-  const local = new LocalChatModel();
+  const local = new LocalChatModel({ minDurationMs: settings.localEngineMinDurationMs });
   const byProvider = new Map<string, ChatModel>();
   for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
     const adapter = providerSettings.adapter ?? provider;
