@@ -5,12 +5,13 @@ import { CatalogError } from './catalog/catalog.ts';
 import { runCatalogValidate } from './catalog/validate-command.ts';
 import { openDb } from './storage/db.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
-import { TokenService, resolveAdminToken } from './auth/tokens.ts';
+import { TokenService, adminTokenFile, resolveAdminToken, rotateAdminToken } from './auth/tokens.ts';
 import { startServer } from './main.ts';
 
 const USAGE = `usage:
   gengate serve                                 serve the API (settings from the environment)
   gengate token create --user ID [--name NAME]  create an API token for a user (printed once)
+  gengate admin-token rotate                    replace the admin token kept in DATA_DIR (printed once)
   gengate catalog validate FILE                 check a model catalog file`;
 
 const out = (line: string) => process.stdout.write(line + '\n');
@@ -26,9 +27,12 @@ async function serve(): Promise<void> {
     ? 'No providers configured: every catalog model is served by the built-in local engine (offline).'
     : `Providers configured: ${providers.join(', ')}.`);
   if (server.createdAdminToken) {
-    out(`Admin token (shown once; its hash is kept in ${settings.dataDir}): ${server.createdAdminToken}`);
+    out(`Admin token (shown once; its hash is kept in ${adminTokenFile(settings.dataDir)}): ${server.createdAdminToken}`);
     out(`Try: curl -H "Authorization: Bearer ${server.createdAdminToken}" "${server.url}/v1/models/list?type=text_to_model"`);
+  } else if (!settings.adminToken) {
+    out(`The admin token is the one printed at the first start (its hash is kept in ${adminTokenFile(settings.dataDir)}); \`gengate admin-token rotate\` replaces it.`);
   }
+  out(`Server process ${process.pid}: stop it with Ctrl-C or \`kill ${process.pid}\`.`);
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
@@ -61,6 +65,19 @@ async function createToken(args: string[]): Promise<number> {
   }
 }
 
+/** Writes a new admin token's hash into DATA_DIR and prints the token once; a running server takes it at its next start. */
+function rotateAdminTokenCommand(): number {
+  const settings = loadSettings();
+  if (settings.adminToken) {
+    err('admin-token rotate: ADMIN_TOKEN is set, so the admin token is its value; change the variable instead');
+    return 1;
+  }
+  const token = rotateAdminToken(settings.dataDir);
+  out(`Admin token (shown once; its hash is kept in ${adminTokenFile(settings.dataDir)}): ${token}`);
+  out('A running server keeps the previous admin token until it restarts.');
+  return 0;
+}
+
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, sub, ...rest] = argv;
   if (command === 'serve' || command === undefined) {
@@ -68,6 +85,7 @@ async function main(argv: string[]): Promise<number | undefined> {
     return undefined;
   }
   if (command === 'token' && sub === 'create') return createToken(rest);
+  if (command === 'admin-token' && sub === 'rotate' && rest.length === 0) return rotateAdminTokenCommand();
   if (command === 'catalog' && sub === 'validate' && rest.length === 1) return runCatalogValidate(rest[0], out);
   err(USAGE);
   return 2;

@@ -108,7 +108,7 @@ describe('users, tokens and admin', () => {
 describe('the admin token on first start', () => {
   it('is generated, printed once with a first curl, and works on /admin and /v1', async () => {
     const dataDir = tempDataDir();
-    const start = () => new Promise<{ token?: string; url: string; stop: () => Promise<void> }>((resolve, reject) => {
+    const start = () => new Promise<{ token?: string; url: string; stdout: string; stop: () => Promise<void> }>((resolve, reject) => {
       const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
         env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
       });
@@ -116,9 +116,10 @@ describe('the admin token on first start', () => {
       child.stdout.on('data', (d) => {
         stdout += d;
         const url = /listening on (\S+)/.exec(stdout)?.[1];
-        if (url && /offline|Providers/.test(stdout)) {
+        if (url && /kill \d+/.test(stdout)) {
           setTimeout(() => resolve({
             url,
+            stdout,
             token: /Admin token[^:]*: (\S+)/.exec(stdout)?.[1],
             stop: () => new Promise((r) => { child.on('close', () => r()); child.kill('SIGTERM'); }),
           }), 100);
@@ -140,11 +141,28 @@ describe('the admin token on first start', () => {
     const second = await start();
     try {
       assert.equal(second.token, undefined, 'a later start does not print it again');
+      assert.ok(second.stdout.includes(`its hash is kept in ${dataDir}/admin-token.sha256`), second.stdout);
+      assert.match(second.stdout, /gengate admin-token rotate/);
       const res = await fetch(`${second.url}/admin/tokens`, { headers: { authorization: `Bearer ${first.token}` } });
       assert.equal(res.status, 200, 'the stored admin token still works after a restart');
     } finally {
       await second.stop();
+    }
+    const rotated = await runCli(['admin-token', 'rotate'], { DATA_DIR: dataDir });
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const newToken = /Admin token[^:]*: (\S+)/.exec(rotated.stdout)?.[1];
+    assert.ok(newToken && newToken !== first.token, rotated.stdout);
+    const third = await start();
+    try {
+      const auth = (token: string) => fetch(`${third.url}/admin/tokens`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal((await auth(newToken)).status, 200, 'the rotated token works after the restart');
+      assert.equal((await auth(first.token!)).status, 401, 'the previous one no longer does');
+    } finally {
+      await third.stop();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
+    const refused = await runCli(['admin-token', 'rotate'], { DATA_DIR: dataDir, ADMIN_TOKEN: 'from-the-environment' });
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /ADMIN_TOKEN is set/);
   });
 });

@@ -101,20 +101,32 @@ export class TokenService {
   }
 }
 
+/** Where the admin token's hash is kept when ADMIN_TOKEN is not set. */
+export function adminTokenFile(dataDir: string): string {
+  return path.join(dataDir, 'admin-token.sha256');
+}
+
+/** A new admin token: its hash replaces the kept one (written whole, then renamed); the plain value is returned once. */
+export function rotateAdminToken(dataDir: string): string {
+  const token = 'gg-admin-' + newSecret();
+  const file = adminTokenFile(dataDir);
+  fs.mkdirSync(dataDir, { recursive: true });
+  fs.writeFileSync(`${file}.new`, hashToken(token) + '\n', { mode: 0o600 });
+  fs.renameSync(`${file}.new`, file);
+  return token;
+}
+
 /**
  * The admin token: ADMIN_TOKEN when set; otherwise generated on first start, its hash kept
  * in DATA_DIR, and the plain value handed back once so it can be printed.
  */
 export function resolveAdminToken(dataDir: string, configured: string | undefined): { hash: string; createdToken?: string } {
   if (configured) return { hash: hashToken(configured) };
-  const file = path.join(dataDir, 'admin-token.sha256');
   try {
-    return { hash: fs.readFileSync(file, 'utf8').trim() };
+    return { hash: fs.readFileSync(adminTokenFile(dataDir), 'utf8').trim() };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
-  const token = 'gg-admin-' + newSecret();
-  fs.mkdirSync(dataDir, { recursive: true });
-  fs.writeFileSync(file, hashToken(token) + '\n', { mode: 0o600 });
+  const token = rotateAdminToken(dataDir);
   return { hash: hashToken(token), createdToken: token };
 }
