@@ -6,11 +6,10 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import type { GengateConfig, ModelOverride } from '../config/settings.ts';
-import type { Capabilities } from './capabilities.ts';
-import { CAPABILITY_NAMES, validateCatalog, type CapabilityName, type ModelStatus } from './schema.ts';
+import { CAPABILITY_NAMES, validateCatalog, type BaseModel, type CapabilityName, type CatalogDocument, type CatalogProvider } from './schema.ts';
 
-export { CAPABILITY_NAMES, validateCatalog, type CapabilityName, type ModelStatus };
-export type * from './capabilities.ts';
+export { CAPABILITY_NAMES, validateCatalog };
+export type * from './schema.ts';
 
 /** The catalog shipped with Gengate, used when CATALOG_PATH is not set. */
 export const BUILTIN_CATALOG_PATH = fileURLToPath(new URL('./builtin-catalog.json', import.meta.url));
@@ -18,39 +17,11 @@ export const BUILTIN_CATALOG_PATH = fileURLToPath(new URL('./builtin-catalog.jso
 /** Provider code that never needs a providers-config entry: the built-in offline engine. */
 const LOCAL_PROVIDER = 'local';
 
-export interface CatalogProvider {
-  code: string;
-  name: string;
-  displayName: string;
-  iconPath?: string;
-}
-
-export interface BaseModel {
-  catalogKey: string;
-  seedKey?: string;
-  providerCode: string;
-  displayName: string;
-  alias: string;
-  /** The upstream model or version string; for 3D it selects the family rules (CONTRACT §11). */
-  defaultRealModelName: string;
-  modelTypes: CapabilityName[];
-  iconPath?: string;
-  description?: string;
-  capabilities: Capabilities;
-  status: ModelStatus;
-}
-
 /** A catalog model after deployment overrides, with its live availability. */
 export interface LiveModel extends BaseModel {
   enabled: boolean;
   disabled_reason?: string;
   disabled_until?: string;
-}
-
-export interface CatalogDocument {
-  schemaVersion: 1;
-  providers: CatalogProvider[];
-  baseModels: BaseModel[];
 }
 
 /** A catalog that cannot be used; `lines` are `<JSON path>: <message>`, one per problem. */

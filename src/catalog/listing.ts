@@ -3,9 +3,8 @@
  * (CONTRACT §9) and the compatibility item of GET /v1/models.
  */
 import { createHash } from 'node:crypto';
-import type { Capabilities } from './capabilities.ts';
 import type { LiveModel } from './catalog.ts';
-import type { CapabilityName } from './schema.ts';
+import type { Capabilities, CapabilityName } from './schema.ts';
 
 /** Platform model item (GET /v1/models/list); unset optional fields are omitted. */
 export interface PlatformModelItem {

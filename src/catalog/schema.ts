@@ -1,13 +1,18 @@
 /**
- * The catalog file format of spec document 3 as one JSON Schema (draft 2020-12), and
- * `validateCatalog`, which turns ajv's errors into one readable line per problem, each
- * starting with the JSON path of the offending value.
+ * The catalog file format of spec document 3 as one TypeBox schema: it is the JSON Schema
+ * (draft 2020-12) ajv checks a catalog against, and through `Static<>` the TypeScript types of
+ * the catalog, its models and their capability values. `validateCatalog` turns ajv's errors
+ * into one readable line per problem, each starting with the JSON path of the offending value.
  *
  * Objects whose fields the spec names are closed (additionalProperties false). The schema
  * carries one annotation keyword of ours, `x-messages` (ajv keyword -> message), used to
  * word the error of a node better than ajv can (e.g. "must be an array of exactly 2 numbers").
+ * Rules TypeBox has no builder for (`const`, if/then/else on the JSON type) are written as
+ * plain JSON Schema in `Type.Unsafe` with the type they accept, so the schema ajv sees is
+ * exactly the spec's and the static type still follows it.
  */
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
+import { Type, type Static, type TObject, type TProperties, type TSchema, type TUnsafe } from 'typebox';
 
 /** Every capability name of spec document 3, in the spec's order. */
 export const CAPABILITY_NAMES = [
@@ -42,24 +47,414 @@ export type CapabilityName = (typeof CAPABILITY_NAMES)[number];
 export const MODEL_STATUSES = ['active', 'deprecated', 'offline'] as const;
 export type ModelStatus = (typeof MODEL_STATUSES)[number];
 
-/** The schema kinds of spec document 3's "Schema by capability" table. */
-export type CapabilitySchemaKind =
-  | 'language'
-  | 'embedding'
-  | 'rerank'
-  | 'image'
-  | 'video'
-  | 'model3d'
-  | 'mesh_edit'
-  | 'audio_generation'
-  | 'speech_to_text'
-  | 'speech_synthesis'
-  | 'voice_clone'
-  | 'vectorize'
-  | 'video_enhance'
-  | 'type_only';
+// ---- building blocks -------------------------------------------------------------------
 
-export const CAPABILITY_SCHEMA_KIND: Record<CapabilityName, CapabilitySchemaKind> = {
+/** A node annotation: a better message for some of ajv's keywords (see describe). */
+type Messages = { 'x-messages'?: Record<string, string> };
+
+const bool = Type.Boolean();
+const str = Type.String();
+const nonEmptyString = Type.String({ minLength: 1 });
+/** NNI in the spec. */
+const nni = Type.Integer({ minimum: 0 });
+/** PI in the spec. */
+const pi = Type.Integer({ minimum: 1 });
+const nonNegativeNumber = Type.Number({ minimum: 0 });
+const numberRange = Type.Unsafe<[number, number]>(
+  Type.Array(Type.Number(), {
+    minItems: 2,
+    maxItems: 2,
+    'x-messages': {
+      type: 'must be an array of exactly 2 numbers',
+      minItems: 'must be an array of exactly 2 numbers',
+      maxItems: 'must be an array of exactly 2 numbers',
+    },
+  }),
+);
+const stringList = Type.Array(nonEmptyString, { uniqueItems: true });
+const uniqueIntegers = Type.Array(Type.Integer(), { uniqueItems: true });
+
+/** `{const: value}` alone: TypeBox's Literal adds `type`, which would report a second error for a value of another type. */
+function constant<const T>(value: T, messages: Messages = {}): TUnsafe<T> {
+  return Type.Unsafe<T>({ const: value, ...messages });
+}
+
+function closedObject<P extends TProperties>(properties: P, extra: Record<string, unknown> = {}): TObject<P> {
+  return Type.Object(properties, { additionalProperties: false, ...extra });
+}
+
+/** The same optional field schema under several names. */
+function fieldsOf<const N extends string, T extends TSchema>(schema: T, ...names: N[]): { [K in N]: ReturnType<typeof Type.Optional<T>> } {
+  return Object.fromEntries(names.map((n) => [n, Type.Optional(schema)])) as { [K in N]: ReturnType<typeof Type.Optional<T>> };
+}
+
+function booleans<const N extends string>(...names: N[]) {
+  return fieldsOf(bool, ...names);
+}
+
+/** An object of any keys whose values all follow `value`. */
+function recordOf<T extends TSchema>(value: T, extra: Record<string, unknown> = {}): TUnsafe<Record<string, Static<T>>> {
+  return Type.Unsafe<Record<string, Static<T>>>({ type: 'object', ...extra, additionalProperties: value });
+}
+
+/**
+ * mapOrList: a list, or an object (at least 1 key) whose values are lists. Written as
+ * if/then/else on the JSON type rather than anyOf so that a bad value yields the errors of
+ * the branch it was meant to be, not of both.
+ */
+function mapOrList<T extends TSchema>(item: T, itemWord: string): TUnsafe<Static<T>[] | Record<string, Static<T>[]>> {
+  const list = Type.Array(item);
+  return Type.Unsafe<Static<T>[] | Record<string, Static<T>[]>>({
+    if: { type: 'array' },
+    then: list,
+    else: {
+      type: 'object',
+      minProperties: 1,
+      additionalProperties: list,
+      'x-messages': { type: `must be a list of ${itemWord} or an object of such lists` },
+    },
+  });
+}
+
+const opt = Type.Optional;
+
+// ---- capability field sets ---------------------------------------------------------------
+
+const languageFields = {
+  ...fieldsOf(nni, 'max_context_tokens', 'max_input_tokens', 'max_output_tokens', 'max_thinking_tokens'),
+  outputTokenLimitScope: opt(Type.Enum(['total', 'answer_only'])),
+  outputTokenParameter: opt(Type.Enum(['max_tokens', 'max_completion_tokens'])),
+  defaultOutputTokenBudget: opt(constant('candidate_max')),
+  ...booleans('supportThinking', 'supportThinkingModeSwitch', 'supportStructuredOutput', 'supportTool', 'supportWebSearch'),
+  thinkingBudgetTokensRange: opt(numberRange),
+  ...fieldsOf(stringList, 'thinkingEffortLevels', 'supportedApiProtocols'),
+};
+
+const embeddingFields = {
+  dimensions: opt(Type.Array(pi, { uniqueItems: true })),
+};
+
+const rerankFields = {
+  ...fieldsOf(pi, 'maxDocuments', 'maxRequestTokens', 'maxTokensPerDocument'),
+  ...booleans('supportInstruct', 'supportTopN'),
+};
+
+const imageFields = {
+  allow_custom_width_height_size: opt(bool),
+  aspect_ratio_allowed: opt(stringList),
+  aspect_ratio_range: opt(numberRange),
+  input_format_allowed: opt(stringList),
+  ...fieldsOf(
+    nni,
+    'input_max_file_size_bytes',
+    'input_max_images_count',
+    'input_output_max_images_count',
+    'output_max_images_count',
+    'output_max_size',
+  ),
+  ...booleans('input_multiple_images', 'output_multiple_images', 'support_quality_control'),
+  input_parameters: opt(Type.Array(closedObject({ type: str, parameter: str }))),
+  input_size_range: opt(stringList),
+  output_resolutions: opt(stringList),
+  output_size_range: opt(numberRange),
+  quality_options: opt(stringList),
+  size_param_format: opt(str),
+  width_height_multiple: opt(pi),
+  width_height_range: opt(numberRange),
+};
+
+const mediaConstraint = closedObject({
+  ...fieldsOf(stringList, 'formats', 'codecs'),
+  ...fieldsOf(nonNegativeNumber, 'max_size_mb', 'max_total_duration_seconds'),
+  ...fieldsOf(nni, 'max_count', 'min_dimension', 'max_dimension'),
+  ...fieldsOf(numberRange, 'aspect_ratio_range', 'duration_range', 'fps_range'),
+  requires_visual_reference: opt(bool),
+});
+
+/**
+ * Draft object. Contract 1 pins validity 7 days, 480p draft, 1080p final; contract 2 pins
+ * 720p draft, 1440p final and needs a finalization protocol. One if/then per version so
+ * a missing or unknown contract_version yields only its own error.
+ */
+const draftMode = closedObject(
+  {
+    enabled: bool,
+    contract_version: Type.Enum([1, 2]),
+    draft_resolution: Type.Enum(['480p', '720p']),
+    final_resolutions: Type.Array(Type.Enum(['1080p', '1440p']), {
+      minItems: 1,
+      maxItems: 1,
+      'x-messages': {
+        minItems: 'must hold exactly 1 value',
+        maxItems: 'must hold exactly 1 value',
+      },
+    }),
+    validity_seconds: nni,
+    input_modes: stringList,
+    finalization_protocol: opt(Type.Enum(['vendor_h3_media_context', 'platform_result_reference'])),
+  },
+  {
+    allOf: [
+      {
+        if: { required: ['contract_version'], properties: { contract_version: { const: 1 } } },
+        then: {
+          properties: {
+            validity_seconds: { const: 604800, 'x-messages': { const: 'must be 604800 when contract_version is 1' } },
+            draft_resolution: { const: '480p', 'x-messages': { const: 'must be "480p" when contract_version is 1' } },
+            final_resolutions: {
+              const: ['1080p'],
+              'x-messages': { const: 'must be ["1080p"] when contract_version is 1' },
+            },
+          },
+        },
+      },
+      {
+        if: { required: ['contract_version'], properties: { contract_version: { const: 2 } } },
+        then: {
+          required: ['finalization_protocol'],
+          properties: {
+            draft_resolution: { const: '720p', 'x-messages': { const: 'must be "720p" when contract_version is 2' } },
+            final_resolutions: {
+              const: ['1440p'],
+              'x-messages': { const: 'must be ["1440p"] when contract_version is 2' },
+            },
+          },
+          'x-messages': { required: 'required when contract_version is 2' },
+        },
+      },
+    ],
+  },
+);
+
+const videoFields = {
+  draft_mode: opt(draftMode),
+  aspect_ratio_allowed: opt(mapOrList(str, 'strings')),
+  output_resolutions: opt(mapOrList(str, 'strings')),
+  size_allowed: opt(mapOrList(str, 'strings')),
+  ...fieldsOf(numberRange, 'aspect_ratio_range', 'input_width_height_range', 'smart_multi_frame_range'),
+  duration_options: opt(mapOrList(Type.Number(), 'numbers')),
+  duration_range: opt(
+    Type.Unsafe<[number, number] | Record<string, [number, number]>>({
+      if: { type: 'array' },
+      then: numberRange,
+      else: {
+        type: 'object',
+        additionalProperties: numberRange,
+        'x-messages': { type: 'must be an array of exactly 2 numbers or an object of such arrays' },
+      },
+    }),
+  ),
+  ...booleans(
+    'input_audio',
+    'input_first_frame',
+    'input_first_last_frame',
+    'input_last_frame',
+    'input_reference_generate_multiple',
+    'input_reference_generate_single',
+    'input_smart_multi_frame',
+    'output_audio',
+    'output_bgm',
+    'output_support_return_last_frame',
+    'output_video_continuation',
+    'support_instruction_edit',
+    'support_video_effect_template',
+    'supports_portrait_asset_reference',
+    'supportWebSearch',
+  ),
+  input_media_constraints: opt(
+    closedObject({ max_request_size_mb: nonNegativeNumber, image: opt(mediaConstraint), video: opt(mediaConstraint), audio: opt(mediaConstraint) }),
+  ),
+  ...fieldsOf(nonNegativeNumber, 'input_size_limit', 'max_file_size_mb'),
+  limits_with_video: opt(
+    closedObject({
+      max_images_and_elements: opt(nni),
+      duration_options: opt(Type.Array(Type.Number())),
+    }),
+  ),
+  ...fieldsOf(nni, 'max_audios', 'max_elements', 'max_images', 'max_images_and_elements', 'max_images_for_last_frame', 'max_videos'),
+  mode_constraints: opt(
+    recordOf(closedObject({ aspect_ratio_allowed: opt(stringList), forced_aspect_ratio: opt(str), prompt_required: opt(bool) }), { minProperties: 1 }),
+  ),
+  ...fieldsOf(str, 'output_audio_mode', 'smart_multi_frame_mode'),
+  prompt_length_limit: opt(closedObject({ max: pi, count_mode: opt(str), label: opt(str) })),
+  provider_operations: opt(
+    closedObject({
+      context_ir: opt(bool),
+      regeneration: opt(
+        closedObject({ source_resolutions: stringList, target_resolutions: stringList, requires_audio: opt(bool), source_fps: opt(nonNegativeNumber) }),
+      ),
+    }),
+  ),
+  resolution_routes: opt(
+    recordOf(
+      closedObject({
+        mode: str,
+        generation_resolution: str,
+        target_resolution: str,
+        display_resolution: str,
+        enhance_model: str,
+        fallback_policy: str,
+        billing_mode: str,
+      }),
+      { minProperties: 1 },
+    ),
+  ),
+  ...fieldsOf(stringList, 'support_video_effect_template_list', 'supported_modes'),
+};
+
+const faceLimitRange = closedObject({ min: nni, max: nni });
+
+const model3dFields = {
+  cross_provider_edit: opt(closedObject({ vendor3d_import_supported: opt(bool) })),
+  ...fieldsOf(str, 'default_geometry_instruct_mode', 'default_output_format'),
+  /** Maximum face count per geometry quality (standard, detailed) and topology (CONTRACT §11). */
+  face_limit_by_geometry_quality: opt(recordOf(closedObject({ triangle: opt(nni), quad: opt(nni) }), { minProperties: 1 })),
+  face_limit_range: opt(faceLimitRange),
+  /** Range per topology (triangle, quad) at standard or unset geometry quality. */
+  face_limit_range_by_topology: opt(recordOf(faceLimitRange)),
+  ...fieldsOf(
+    stringList,
+    'geometry_instruct_modes',
+    'geometry_quality_options',
+    'multiview_required_slots',
+    'output_formats',
+    'texture_quality_options',
+  ),
+  ...fieldsOf(nni, 'max_face_limit', 'max_face_limit_quad', 'multiview_max_images', 'multiview_min_images'),
+  multiview_input: opt(
+    closedObject({
+      min_images: nni,
+      max_images: nni,
+      views: Type.Array(closedObject({ type: str, order: nni, required: opt(bool) })),
+      file_constraints: opt(
+        closedObject({
+          allowed_mime_types: opt(stringList),
+          ...fieldsOf(nni, 'min_side', 'max_side', 'per_file_max_bytes', 'auxiliary_total_max_bytes'),
+        }),
+      ),
+    }),
+  ),
+  ...booleans(
+    'pbr_required_when_texture',
+    'provider_generation_only',
+    'support_export_uv',
+    'support_image_autofix',
+    'support_micro_detail',
+    'support_part_generation',
+    'support_pbr',
+    'support_public_image_url_only',
+    'support_quad',
+    'support_smart_low_poly',
+    'support_ta_pose',
+    'support_texture',
+    'support_texture_delight',
+  ),
+};
+
+const meshEditOperation = closedObject({ supported: bool, supported_formats: opt(stringList), supported_texture_prompt_modes: opt(stringList) });
+
+const meshEditFields = {
+  /** Keys are operation names: segmentation, completion, smart_lowpoly, texture, convert, ... (CONTRACT §11). */
+  supported_operations: opt(recordOf(meshEditOperation, { minProperties: 1 })),
+};
+
+const audioGenerationFields = {
+  output_formats: opt(stringList),
+  ...booleans('supports_instrumental', 'supports_lyrics', 'supports_lyrics_optimizer', 'supports_prompt'),
+};
+
+const speechToTextFields = {
+  ...fieldsOf(str, 'endpoint_path', 'input_key', 'mode', 'query_url', 'resource_id', 'submit_url'),
+  ...fieldsOf(nonNegativeNumber, 'max_duration_seconds', 'max_file_size_mb'),
+  ...fieldsOf(nni, 'poll_interval_ms', 'poll_timeout_ms'),
+  supported_formats: opt(stringList),
+  ...booleans('supports_diarization', 'supports_emotion', 'supports_hotwords', 'supports_prompt_context', 'supports_timestamp'),
+};
+
+const voice = closedObject({
+  id: nonEmptyString,
+  name: nonEmptyString,
+  ...fieldsOf(str, 'accent', 'age', 'audio', 'desc', 'gender', 'icon', 'lang'),
+  provider: opt(nonEmptyString),
+  tags: opt(stringList),
+});
+
+const ttsParams = closedObject({
+  ...booleans(
+    'output_audio',
+    'voice_modify',
+    'emotion',
+    'pronunciation_dict',
+    'language_boost',
+    'language_controls',
+    'text_filters',
+    'voice_instruction',
+  ),
+  audio_formats: opt(stringList),
+  ...fieldsOf(uniqueIntegers, 'sample_rates', 'opus_sample_rates', 'bit_rates'),
+  volume_range: opt(closedObject({ min: nonNegativeNumber, max: nonNegativeNumber, step: Type.Number({ exclusiveMinimum: 0 }) })),
+});
+
+const speechSynthesisFields = {
+  // "false, or an object": branch on the JSON type so an object gets the object's errors.
+  tts_params: opt(
+    Type.Unsafe<false | Static<typeof ttsParams>>({
+      if: { type: 'boolean' },
+      then: { const: false, 'x-messages': { const: 'must be false or an object' } },
+      else: { ...ttsParams, 'x-messages': { type: 'must be false or an object' } },
+    }),
+  ),
+  ...fieldsOf(str, 'voice_compatibility_group', 'default_voice_id', 'resource_id'),
+  voices: opt(Type.Array(voice)),
+};
+
+const audioLimits = closedObject({
+  formats: stringList,
+  max_duration_seconds: nonNegativeNumber,
+  max_size_mb: nonNegativeNumber,
+  min_duration_seconds: opt(Type.Number()),
+});
+
+const voiceCloneFields = {
+  preview_models: opt(stringList),
+  prompt_audio: opt(audioLimits),
+  source_audio: opt(audioLimits),
+};
+
+const vectorizeFields = {
+  ...booleans('async_task', 'support_base64_input', 'support_url_input', 'supports_extra_format_download', 'supports_preview'),
+  ...fieldsOf(stringList, 'cleanup_levels', 'input_format_allowed', 'output_format_allowed'),
+  max_colors_options: opt(uniqueIntegers),
+};
+
+const videoEnhanceFields = {
+  ...booleans('async_task', 'input_video_required', 'preserve_audio'),
+  ...fieldsOf(stringList, 'input_resolutions', 'operations', 'output_resolutions'),
+  max_file_size_mb: opt(nonNegativeNumber),
+};
+
+/** The field sets of spec document 3's "Schema by capability" table, by schema kind. */
+const FIELDS_BY_KIND = {
+  language: languageFields,
+  embedding: embeddingFields,
+  rerank: rerankFields,
+  image: imageFields,
+  video: videoFields,
+  model3d: model3dFields,
+  mesh_edit: meshEditFields,
+  audio_generation: audioGenerationFields,
+  speech_to_text: speechToTextFields,
+  speech_synthesis: speechSynthesisFields,
+  voice_clone: voiceCloneFields,
+  vectorize: vectorizeFields,
+  video_enhance: videoEnhanceFields,
+  type_only: {},
+};
+
+/** The schema kinds of spec document 3's "Schema by capability" table. */
+export type CapabilitySchemaKind = keyof typeof FIELDS_BY_KIND;
+
+export const CAPABILITY_SCHEMA_KIND = {
   text_generate: 'language',
   tools_call: 'language',
   omni: 'language',
@@ -84,484 +479,77 @@ export const CAPABILITY_SCHEMA_KIND: Record<CapabilityName, CapabilitySchemaKind
   image_vectorize: 'vectorize',
   video_enhance: 'video_enhance',
   digital_human_generate: 'type_only',
-};
+} as const satisfies Record<CapabilityName, CapabilitySchemaKind>;
 
-type Schema = Record<string, unknown>;
+/** The schema of capability K: its kind's fields plus `type` equal to its own key. */
+type CapabilitySchema<K extends CapabilityName> =
+  { type: TUnsafe<K> } & (typeof FIELDS_BY_KIND)[(typeof CAPABILITY_SCHEMA_KIND)[K]] extends infer P extends TProperties ? TObject<P> : never;
 
-// ---- building blocks -------------------------------------------------------------------
-
-const bool: Schema = { type: 'boolean' };
-const str: Schema = { type: 'string' };
-const nonEmptyString: Schema = { type: 'string', minLength: 1 };
-/** NNI in the spec. */
-const nni: Schema = { type: 'integer', minimum: 0 };
-/** PI in the spec. */
-const pi: Schema = { type: 'integer', minimum: 1 };
-const nonNegativeNumber: Schema = { type: 'number', minimum: 0 };
-const numberRange: Schema = {
-  type: 'array',
-  items: { type: 'number' },
-  minItems: 2,
-  maxItems: 2,
-  'x-messages': {
-    type: 'must be an array of exactly 2 numbers',
-    minItems: 'must be an array of exactly 2 numbers',
-    maxItems: 'must be an array of exactly 2 numbers',
-  },
-};
-const stringList: Schema = { type: 'array', items: nonEmptyString, uniqueItems: true };
-const uniqueIntegers: Schema = { type: 'array', items: { type: 'integer' }, uniqueItems: true };
-
-function closedObject(properties: Record<string, Schema>, required: string[] = [], extra: Schema = {}): Schema {
-  return { type: 'object', properties, ...(required.length > 0 ? { required } : {}), additionalProperties: false, ...extra };
+function capabilitySchema(name: CapabilityName): TObject {
+  return closedObject({
+    type: constant(name, { 'x-messages': { const: `must be "${name}", the capability's own key` } }),
+    ...FIELDS_BY_KIND[CAPABILITY_SCHEMA_KIND[name]],
+  });
 }
 
-function booleans(...names: string[]): Record<string, Schema> {
-  return Object.fromEntries(names.map((n) => [n, bool]));
-}
-
-function fieldsOf(schema: Schema, ...names: string[]): Record<string, Schema> {
-  return Object.fromEntries(names.map((n) => [n, schema]));
-}
-
-/**
- * mapOrList: a list, or an object (at least 1 key) whose values are lists. Written as
- * if/then/else on the JSON type rather than anyOf so that a bad value yields the errors of
- * the branch it was meant to be, not of both.
- */
-function mapOrList(item: Schema, itemWord: string): Schema {
-  const list = { type: 'array', items: item };
-  return {
-    if: { type: 'array' },
-    then: list,
-    else: {
-      type: 'object',
-      minProperties: 1,
-      additionalProperties: list,
-      'x-messages': { type: `must be a list of ${itemWord} or an object of such lists` },
-    },
-  };
-}
-
-// ---- capability field sets ---------------------------------------------------------------
-
-const languageFields: Record<string, Schema> = {
-  ...fieldsOf(nni, 'max_context_tokens', 'max_input_tokens', 'max_output_tokens', 'max_thinking_tokens'),
-  outputTokenLimitScope: { enum: ['total', 'answer_only'] },
-  outputTokenParameter: { enum: ['max_tokens', 'max_completion_tokens'] },
-  defaultOutputTokenBudget: { const: 'candidate_max' },
-  ...booleans('supportThinking', 'supportThinkingModeSwitch', 'supportStructuredOutput', 'supportTool', 'supportWebSearch'),
-  thinkingBudgetTokensRange: numberRange,
-  ...fieldsOf(stringList, 'thinkingEffortLevels', 'supportedApiProtocols'),
+/** Every capability key, each optional, with the schema of its value (built from the table above, typed per key). */
+const capabilityProperties = Object.fromEntries(CAPABILITY_NAMES.map((n) => [n, Type.Optional(capabilitySchema(n))])) as {
+  [K in CapabilityName]: ReturnType<typeof Type.Optional<CapabilitySchema<K>>>;
 };
 
-const embeddingFields: Record<string, Schema> = {
-  dimensions: { type: 'array', items: pi, uniqueItems: true },
-};
+const capabilityNameSchema = Type.Enum([...CAPABILITY_NAMES], { 'x-messages': { enum: 'is not a capability name' } });
 
-const rerankFields: Record<string, Schema> = {
-  ...fieldsOf(pi, 'maxDocuments', 'maxRequestTokens', 'maxTokensPerDocument'),
-  ...booleans('supportInstruct', 'supportTopN'),
-};
+const providerSchema = closedObject({ code: nonEmptyString, name: nonEmptyString, displayName: nonEmptyString, iconPath: opt(nonEmptyString) });
 
-const imageFields: Record<string, Schema> = {
-  allow_custom_width_height_size: bool,
-  aspect_ratio_allowed: stringList,
-  aspect_ratio_range: numberRange,
-  input_format_allowed: stringList,
-  ...fieldsOf(
-    nni,
-    'input_max_file_size_bytes',
-    'input_max_images_count',
-    'input_output_max_images_count',
-    'output_max_images_count',
-    'output_max_size',
-  ),
-  ...booleans('input_multiple_images', 'output_multiple_images', 'support_quality_control'),
-  input_parameters: {
-    type: 'array',
-    items: closedObject({ type: str, parameter: str }, ['type', 'parameter']),
-  },
-  input_size_range: stringList,
-  output_resolutions: stringList,
-  output_size_range: numberRange,
-  quality_options: stringList,
-  size_param_format: str,
-  width_height_multiple: pi,
-  width_height_range: numberRange,
-};
-
-const mediaConstraint: Schema = closedObject({
-  ...fieldsOf(stringList, 'formats', 'codecs'),
-  ...fieldsOf(nonNegativeNumber, 'max_size_mb', 'max_total_duration_seconds'),
-  ...fieldsOf(nni, 'max_count', 'min_dimension', 'max_dimension'),
-  ...fieldsOf(numberRange, 'aspect_ratio_range', 'duration_range', 'fps_range'),
-  requires_visual_reference: bool,
-});
-
-/**
- * Draft object. Contract 1 pins validity 7 days, 480p draft, 1080p final; contract 2 pins
- * 720p draft, 1440p final and needs a finalization protocol. One if/then per version so
- * a missing or unknown contract_version yields only its own error.
- */
-const draftMode: Schema = {
-  ...closedObject(
-    {
-      enabled: bool,
-      contract_version: { enum: [1, 2] },
-      draft_resolution: { enum: ['480p', '720p'] },
-      final_resolutions: {
-        type: 'array',
-        items: { enum: ['1080p', '1440p'] },
-        minItems: 1,
-        maxItems: 1,
-        'x-messages': {
-          minItems: 'must hold exactly 1 value',
-          maxItems: 'must hold exactly 1 value',
-        },
-      },
-      validity_seconds: nni,
-      input_modes: stringList,
-      finalization_protocol: { enum: ['vendor_h3_media_context', 'platform_result_reference'] },
-    },
-    ['enabled', 'contract_version', 'draft_resolution', 'final_resolutions', 'validity_seconds', 'input_modes'],
-  ),
-  allOf: [
-    {
-      if: { required: ['contract_version'], properties: { contract_version: { const: 1 } } },
-      then: {
-        properties: {
-          validity_seconds: { const: 604800, 'x-messages': { const: 'must be 604800 when contract_version is 1' } },
-          draft_resolution: { const: '480p', 'x-messages': { const: 'must be "480p" when contract_version is 1' } },
-          final_resolutions: {
-            const: ['1080p'],
-            'x-messages': { const: 'must be ["1080p"] when contract_version is 1' },
-          },
-        },
-      },
-    },
-    {
-      if: { required: ['contract_version'], properties: { contract_version: { const: 2 } } },
-      then: {
-        required: ['finalization_protocol'],
-        properties: {
-          draft_resolution: { const: '720p', 'x-messages': { const: 'must be "720p" when contract_version is 2' } },
-          final_resolutions: {
-            const: ['1440p'],
-            'x-messages': { const: 'must be ["1440p"] when contract_version is 2' },
-          },
-        },
-        'x-messages': { required: 'required when contract_version is 2' },
-      },
-    },
-  ],
-};
-
-const videoFields: Record<string, Schema> = {
-  draft_mode: draftMode,
-  aspect_ratio_allowed: mapOrList(str, 'strings'),
-  output_resolutions: mapOrList(str, 'strings'),
-  size_allowed: mapOrList(str, 'strings'),
-  ...fieldsOf(numberRange, 'aspect_ratio_range', 'input_width_height_range', 'smart_multi_frame_range'),
-  duration_options: mapOrList({ type: 'number' }, 'numbers'),
-  duration_range: {
-    if: { type: 'array' },
-    then: numberRange,
-    else: {
-      type: 'object',
-      additionalProperties: numberRange,
-      'x-messages': { type: 'must be an array of exactly 2 numbers or an object of such arrays' },
-    },
-  },
-  ...booleans(
-    'input_audio',
-    'input_first_frame',
-    'input_first_last_frame',
-    'input_last_frame',
-    'input_reference_generate_multiple',
-    'input_reference_generate_single',
-    'input_smart_multi_frame',
-    'output_audio',
-    'output_bgm',
-    'output_support_return_last_frame',
-    'output_video_continuation',
-    'support_instruction_edit',
-    'support_video_effect_template',
-    'supports_portrait_asset_reference',
-    'supportWebSearch',
-  ),
-  input_media_constraints: closedObject(
-    { max_request_size_mb: nonNegativeNumber, image: mediaConstraint, video: mediaConstraint, audio: mediaConstraint },
-    ['max_request_size_mb'],
-  ),
-  ...fieldsOf(nonNegativeNumber, 'input_size_limit', 'max_file_size_mb'),
-  limits_with_video: closedObject({
-    max_images_and_elements: nni,
-    duration_options: { type: 'array', items: { type: 'number' } },
+const baseModelSchema = closedObject({
+  catalogKey: Type.String({
+    pattern: '^base:(runtime|seed):.+$',
+    'x-messages': { pattern: 'must look like base:runtime:<text> or base:seed:<text>' },
   }),
-  ...fieldsOf(nni, 'max_audios', 'max_elements', 'max_images', 'max_images_and_elements', 'max_images_for_last_frame', 'max_videos'),
-  mode_constraints: {
-    type: 'object',
+  seedKey: opt(nonEmptyString),
+  providerCode: nonEmptyString,
+  displayName: nonEmptyString,
+  alias: nonEmptyString,
+  /** The upstream model or version string; for 3D it selects the family rules (CONTRACT §11). */
+  defaultRealModelName: nonEmptyString,
+  modelTypes: Type.Array(capabilityNameSchema, { minItems: 1, uniqueItems: true }),
+  iconPath: opt(nonEmptyString),
+  description: opt(nonEmptyString),
+  capabilities: closedObject(capabilityProperties, {
     minProperties: 1,
-    additionalProperties: closedObject({ aspect_ratio_allowed: stringList, forced_aspect_ratio: str, prompt_required: bool }),
-  },
-  ...fieldsOf(str, 'output_audio_mode', 'smart_multi_frame_mode'),
-  prompt_length_limit: closedObject({ max: pi, count_mode: str, label: str }, ['max']),
-  provider_operations: closedObject({
-    context_ir: bool,
-    regeneration: closedObject(
-      { source_resolutions: stringList, target_resolutions: stringList, requires_audio: bool, source_fps: nonNegativeNumber },
-      ['source_resolutions', 'target_resolutions'],
-    ),
+    'x-messages': { additionalProperties: 'unknown key (not a capability name)' },
   }),
-  resolution_routes: {
-    type: 'object',
-    minProperties: 1,
-    additionalProperties: closedObject(
-      fieldsOf(
-        str,
-        'mode',
-        'generation_resolution',
-        'target_resolution',
-        'display_resolution',
-        'enhance_model',
-        'fallback_policy',
-        'billing_mode',
-      ),
-      ['mode', 'generation_resolution', 'target_resolution', 'display_resolution', 'enhance_model', 'fallback_policy', 'billing_mode'],
-    ),
-  },
-  ...fieldsOf(stringList, 'support_video_effect_template_list', 'supported_modes'),
-};
-
-const faceLimitRange: Schema = closedObject({ min: nni, max: nni }, ['min', 'max']);
-
-const model3dFields: Record<string, Schema> = {
-  cross_provider_edit: closedObject({ vendor3d_import_supported: bool }),
-  ...fieldsOf(str, 'default_geometry_instruct_mode', 'default_output_format'),
-  face_limit_by_geometry_quality: {
-    type: 'object',
-    minProperties: 1,
-    additionalProperties: closedObject({ triangle: nni, quad: nni }),
-  },
-  face_limit_range: faceLimitRange,
-  face_limit_range_by_topology: { type: 'object', additionalProperties: faceLimitRange },
-  ...fieldsOf(
-    stringList,
-    'geometry_instruct_modes',
-    'geometry_quality_options',
-    'multiview_required_slots',
-    'output_formats',
-    'texture_quality_options',
-  ),
-  ...fieldsOf(nni, 'max_face_limit', 'max_face_limit_quad', 'multiview_max_images', 'multiview_min_images'),
-  multiview_input: closedObject(
-    {
-      min_images: nni,
-      max_images: nni,
-      views: {
-        type: 'array',
-        items: closedObject({ type: str, order: nni, required: bool }, ['type', 'order']),
-      },
-      file_constraints: closedObject({
-        allowed_mime_types: stringList,
-        ...fieldsOf(nni, 'min_side', 'max_side', 'per_file_max_bytes', 'auxiliary_total_max_bytes'),
-      }),
-    },
-    ['min_images', 'max_images', 'views'],
-  ),
-  ...booleans(
-    'pbr_required_when_texture',
-    'provider_generation_only',
-    'support_export_uv',
-    'support_image_autofix',
-    'support_micro_detail',
-    'support_part_generation',
-    'support_pbr',
-    'support_public_image_url_only',
-    'support_quad',
-    'support_smart_low_poly',
-    'support_ta_pose',
-    'support_texture',
-    'support_texture_delight',
-  ),
-};
-
-const meshEditFields: Record<string, Schema> = {
-  supported_operations: {
-    type: 'object',
-    minProperties: 1,
-    additionalProperties: closedObject(
-      { supported: bool, supported_formats: stringList, supported_texture_prompt_modes: stringList },
-      ['supported'],
-    ),
-  },
-};
-
-const audioGenerationFields: Record<string, Schema> = {
-  output_formats: stringList,
-  ...booleans('supports_instrumental', 'supports_lyrics', 'supports_lyrics_optimizer', 'supports_prompt'),
-};
-
-const speechToTextFields: Record<string, Schema> = {
-  ...fieldsOf(str, 'endpoint_path', 'input_key', 'mode', 'query_url', 'resource_id', 'submit_url'),
-  ...fieldsOf(nonNegativeNumber, 'max_duration_seconds', 'max_file_size_mb'),
-  ...fieldsOf(nni, 'poll_interval_ms', 'poll_timeout_ms'),
-  supported_formats: stringList,
-  ...booleans('supports_diarization', 'supports_emotion', 'supports_hotwords', 'supports_prompt_context', 'supports_timestamp'),
-};
-
-const voice: Schema = closedObject(
-  {
-    id: nonEmptyString,
-    name: nonEmptyString,
-    ...fieldsOf(str, 'accent', 'age', 'audio', 'desc', 'gender', 'icon', 'lang'),
-    provider: nonEmptyString,
-    tags: stringList,
-  },
-  ['id', 'name'],
-);
-
-const ttsParams: Schema = closedObject({
-  ...booleans(
-    'output_audio',
-    'voice_modify',
-    'emotion',
-    'pronunciation_dict',
-    'language_boost',
-    'language_controls',
-    'text_filters',
-    'voice_instruction',
-  ),
-  audio_formats: stringList,
-  ...fieldsOf(uniqueIntegers, 'sample_rates', 'opus_sample_rates', 'bit_rates'),
-  volume_range: closedObject(
-    { min: nonNegativeNumber, max: nonNegativeNumber, step: { type: 'number', exclusiveMinimum: 0 } },
-    ['min', 'max', 'step'],
-  ),
+  status: Type.Enum([...MODEL_STATUSES]),
 });
-
-const speechSynthesisFields: Record<string, Schema> = {
-  // "false, or an object": branch on the JSON type so an object gets the object's errors.
-  tts_params: {
-    if: { type: 'boolean' },
-    then: { const: false, 'x-messages': { const: 'must be false or an object' } },
-    else: { ...ttsParams, 'x-messages': { type: 'must be false or an object' } },
-  },
-  ...fieldsOf(str, 'voice_compatibility_group', 'default_voice_id', 'resource_id'),
-  voices: { type: 'array', items: voice },
-};
-
-const audioLimits: Schema = closedObject(
-  {
-    formats: stringList,
-    max_duration_seconds: nonNegativeNumber,
-    max_size_mb: nonNegativeNumber,
-    min_duration_seconds: { type: 'number' },
-  },
-  ['formats', 'max_duration_seconds', 'max_size_mb'],
-);
-
-const voiceCloneFields: Record<string, Schema> = {
-  preview_models: stringList,
-  prompt_audio: audioLimits,
-  source_audio: audioLimits,
-};
-
-const vectorizeFields: Record<string, Schema> = {
-  ...booleans('async_task', 'support_base64_input', 'support_url_input', 'supports_extra_format_download', 'supports_preview'),
-  ...fieldsOf(stringList, 'cleanup_levels', 'input_format_allowed', 'output_format_allowed'),
-  max_colors_options: uniqueIntegers,
-};
-
-const videoEnhanceFields: Record<string, Schema> = {
-  ...booleans('async_task', 'input_video_required', 'preserve_audio'),
-  ...fieldsOf(stringList, 'input_resolutions', 'operations', 'output_resolutions'),
-  max_file_size_mb: nonNegativeNumber,
-};
-
-const FIELDS_BY_KIND: Record<CapabilitySchemaKind, Record<string, Schema>> = {
-  language: languageFields,
-  embedding: embeddingFields,
-  rerank: rerankFields,
-  image: imageFields,
-  video: videoFields,
-  model3d: model3dFields,
-  mesh_edit: meshEditFields,
-  audio_generation: audioGenerationFields,
-  speech_to_text: speechToTextFields,
-  speech_synthesis: speechSynthesisFields,
-  voice_clone: voiceCloneFields,
-  vectorize: vectorizeFields,
-  video_enhance: videoEnhanceFields,
-  type_only: {},
-};
-
-/** The schema of one capability value: its kind's fields plus `type` equal to its own key. */
-function capabilitySchema(name: CapabilityName): Schema {
-  return closedObject(
-    {
-      type: { const: name, 'x-messages': { const: `must be "${name}", the capability's own key` } },
-      ...FIELDS_BY_KIND[CAPABILITY_SCHEMA_KIND[name]],
-    },
-    ['type'],
-  );
-}
-
-const capabilityNameSchema: Schema = {
-  enum: [...CAPABILITY_NAMES],
-  'x-messages': { enum: 'is not a capability name' },
-};
 
 /** The whole catalog file (spec document 3, "Catalog file"). */
-export const catalogSchema: Schema = {
-  $schema: 'https://json-schema.org/draft/2020-12/schema',
-  title: 'Gengate model catalog',
-  ...closedObject(
-    {
-      schemaVersion: { const: 1 },
-      providers: {
-        type: 'array',
-        minItems: 1,
-        items: closedObject(
-          { code: nonEmptyString, name: nonEmptyString, displayName: nonEmptyString, iconPath: nonEmptyString },
-          ['code', 'name', 'displayName'],
-        ),
-      },
-      baseModels: {
-        type: 'array',
-        minItems: 1,
-        items: closedObject(
-          {
-            catalogKey: {
-              type: 'string',
-              pattern: '^base:(runtime|seed):.+$',
-              'x-messages': { pattern: 'must look like base:runtime:<text> or base:seed:<text>' },
-            },
-            seedKey: nonEmptyString,
-            providerCode: nonEmptyString,
-            displayName: nonEmptyString,
-            alias: nonEmptyString,
-            defaultRealModelName: nonEmptyString,
-            modelTypes: { type: 'array', minItems: 1, uniqueItems: true, items: capabilityNameSchema },
-            iconPath: nonEmptyString,
-            description: nonEmptyString,
-            capabilities: {
-              type: 'object',
-              minProperties: 1,
-              properties: Object.fromEntries(CAPABILITY_NAMES.map((n) => [n, capabilitySchema(n)])),
-              additionalProperties: false,
-              'x-messages': { additionalProperties: 'unknown key (not a capability name)' },
-            },
-            status: { enum: [...MODEL_STATUSES] },
-          },
-          ['catalogKey', 'providerCode', 'displayName', 'alias', 'defaultRealModelName', 'modelTypes', 'capabilities', 'status'],
-        ),
-      },
-    },
-    ['schemaVersion', 'providers', 'baseModels'],
-  ),
-};
+export const catalogSchema = closedObject(
+  {
+    schemaVersion: constant(1),
+    providers: Type.Array(providerSchema, { minItems: 1 }),
+    baseModels: Type.Array(baseModelSchema, { minItems: 1 }),
+  },
+  { $schema: 'https://json-schema.org/draft/2020-12/schema', title: 'Gengate model catalog' },
+);
+
+// ---- the types the schema gives ---------------------------------------------------------------
+
+/** A catalog file that passed validateCatalog. */
+export type CatalogDocument = Static<typeof catalogSchema>;
+export type CatalogProvider = Static<typeof providerSchema>;
+export type BaseModel = Static<typeof baseModelSchema>;
+/** A model's `capabilities` object: at least one key in a valid catalog. */
+export type Capabilities = BaseModel['capabilities'];
+/** The value of capability K in a model's `capabilities`. */
+export type CapabilityValue<K extends CapabilityName> = NonNullable<Capabilities[K]>;
+/** The fields of each schema kind, without `type` (every one of them optional). */
+export type LanguageCapabilityFields = Static<TObject<typeof languageFields>>;
+export type ImageCapabilityFields = Static<TObject<typeof imageFields>>;
+export type VideoCapabilityFields = Static<TObject<typeof videoFields>>;
+export type Model3dCapabilityFields = Static<TObject<typeof model3dFields>>;
+export type SpeechSynthesisCapabilityFields = Static<TObject<typeof speechSynthesisFields>>;
+export type MeshEditOperation = Static<typeof meshEditOperation>;
+export type Voice = Static<typeof voice>;
 
 // ---- validation and error wording -----------------------------------------------------------
 
@@ -610,7 +598,7 @@ function plural(n: number, word: string): string {
 }
 
 function describe(err: ErrorObject): string {
-  const custom = (err.parentSchema as Schema | undefined)?.['x-messages'] as Record<string, string> | undefined;
+  const custom = (err.parentSchema as Messages | undefined)?.['x-messages'];
   if (custom?.[err.keyword]) return custom[err.keyword];
   const p = err.params as Record<string, unknown>;
   switch (err.keyword) {

@@ -5,6 +5,7 @@
  */
 import mime from 'mime-types';
 import type { LiveModel } from '../catalog/catalog.ts';
+import { languageCapabilityOf } from '../catalog/capabilities.ts';
 import { ApiError } from '../core/errors.ts';
 import { guessMimeType } from '../files/file-service.ts';
 import type { ChatContentPart, ChatMessage } from '../providers/spec.ts';
@@ -42,7 +43,7 @@ export function mediaSupportOf(model: LiveModel): MediaSupport {
   if (!support) {
     const types: readonly string[] = model.modelTypes;
     const omni = types.includes('omni');
-    const language = model.capabilities.text_generate ?? model.capabilities.omni;
+    const language = languageCapabilityOf(model);
     support = {
       image: omni || types.includes('image_analysis'),
       video: omni || types.includes('video_understanding'),

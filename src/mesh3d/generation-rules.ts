@@ -3,7 +3,7 @@
  * ranges, view sets, texture rules and defaults. validate-generation.ts reads them, after the
  * model's capabilities, which win wherever they speak (CONTRACT §11).
  */
-import type { Model3dCapabilityFields } from '../catalog/capabilities.ts';
+import type { Model3dCapabilityFields } from '../catalog/schema.ts';
 import type { FamilyKey, Mesh3dFamily, RodinTier } from './mesh3d-family.ts';
 
 /** Optional generation fields of the three generation bodies, checked against the model. */

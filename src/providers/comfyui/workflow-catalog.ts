@@ -8,8 +8,7 @@ import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import type { LiveModel } from '../../catalog/catalog.ts';
-import type { Capabilities } from '../../catalog/capabilities.ts';
-import { CAPABILITY_NAMES, type CapabilityName } from '../../catalog/schema.ts';
+import { CAPABILITY_NAMES, type Capabilities, type CapabilityName } from '../../catalog/schema.ts';
 
 /** Where one request field goes in the graph. */
 const Binding = Type.Object({

@@ -1,5 +1,6 @@
 import { ApiError } from '../../core/errors.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
+import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../registry.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
 import { chatChunks } from './chat-stream.ts';
@@ -9,7 +10,7 @@ type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
 
 /** The output-token limit parameter the model takes, as its catalog entry says (reasoning models refuse max_tokens). */
 function outputTokenParameterOf(model: LiveModel): OutputTokenParameter | undefined {
-  return (model.capabilities.text_generate ?? model.capabilities.omni)?.outputTokenParameter;
+  return languageCapabilityOf(model)?.outputTokenParameter;
 }
 
 /** The client's limit under the name the model takes, when the client used the other name. */

@@ -1,3 +1,4 @@
+import { speechVoicesOf } from '../../../catalog/capabilities.ts';
 import { TaskFailedError, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { AUDIO_MIME_TYPES, encodeAudio, softLimit, type AudioFormat } from './encode-audio.ts';
@@ -106,7 +107,7 @@ export const generateSpeech: LocalHandler = {
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
     const input = job.input as unknown as SpeechInput;
     const text = input.text_file_id ? await readTextFile(ctx, input.text_file_id) : input.text;
-    const entry = job.model.capabilities.text_to_speech?.voices?.find((v) => v.id === input.voice_id);
+    const entry = speechVoicesOf(job.model).find((v) => v.id === input.voice_id);
     const voice = localVoiceFor(input.voice_id, entry, text);
     const style = (input.emotion && EMOTION_STYLES[input.emotion]) || NEUTRAL_STYLE;
     const utterance = {
