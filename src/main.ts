@@ -23,6 +23,7 @@ import { DbTaskQueue } from './tasks/db-task-queue.ts';
 import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
+import { TaskOutputStore } from './tasks/task-output-store.ts';
 import { InputReader } from './tasks/input-reader.ts';
 import { GenerationService } from './tasks/generation-service.ts';
 import { createChatModelRegistry, createEngineRegistry, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
@@ -88,6 +89,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
+  // Registered first: the domains' end handlers find the stored files in the result.
+  tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
   const engines = withDigitalHumanResources(parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' })), digitalHumans);
   const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
@@ -101,7 +104,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     maxFileBytes: settings.maxFileBytes,
   });
   const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
-  const runner = new TaskRunner({ tasks, catalog, engines, files, assets, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
+  const runner = new TaskRunner({ tasks, catalog, engines, files, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 

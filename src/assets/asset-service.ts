@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.ts';
 import { guessMimeType } from '../files/file-service.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
+import type { DbHandle } from '../storage/db-handle.ts';
 import type { AssetFilter, AssetSort, AssetsRepo, TagCount, TagOrder } from '../storage/repos/assets-repo.ts';
 import type { AssetRefRow } from '../storage/schema.ts';
 import { contentKey, createHashTap } from './asset-hash.ts';
@@ -101,14 +102,25 @@ export interface UploadedImage {
   asset: AssetJson;
 }
 
-export interface RegisterOutputSpec {
+export interface OutputSpec {
   userId: string;
   /** The task id; shown as job_id (and prompt_id). */
   jobId: string;
   fileName: string;
   mimeType: string;
-  source: Readable | Buffer;
   subfolder?: string;
+}
+
+export interface RegisterOutputSpec extends OutputSpec {
+  source: Readable | Buffer;
+}
+
+/** A task output's bytes, stored under their hash before the transaction that records them (storeOutput). */
+export interface StoredOutputContent {
+  hash: string;
+  size: number;
+  /** The bytes were new to the store (dropOutput removes them when no record came to use them). */
+  stored: boolean;
 }
 
 /** `a/b`, without empty, `.` or `..` segments; throws 400 on a path that would leave its root. */
@@ -195,18 +207,27 @@ export class AssetService {
    * the bytes were new to the store.
    */
   private async commit(ingested: IngestedContent): Promise<boolean> {
+    const stored = await this.storeContent(ingested);
+    await this.recordContent(ingested, stored);
+    return stored;
+  }
+
+  /** Moves ingested content to `assets/<hex>` unless the store has those bytes; answers whether they were new. */
+  private async storeContent(ingested: IngestedContent): Promise<boolean> {
     const key = contentKey(ingested.hash);
-    let stored = false;
     if ((await this.blobs.size(key)) === undefined) {
       await this.blobs.move(ingested.tempKey, key);
-      stored = true;
-      // The bytes are back: records that were marked missing are whole again.
-      await this.repo.setMissing([ingested.hash], false, this.now());
-    } else {
-      await this.blobs.delete(ingested.tempKey);
+      return true;
     }
-    await this.repo.upsertContent({ hash: ingested.hash, size: ingested.size, blob_key: key, created_at: this.now() });
-    return stored;
+    await this.blobs.delete(ingested.tempKey);
+    return false;
+  }
+
+  /** The content row of stored bytes. */
+  private async recordContent(content: { hash: string; size: number }, stored: boolean): Promise<void> {
+    // The bytes are back: records that were marked missing are whole again.
+    if (stored) await this.repo.setMissing([content.hash], false, this.now());
+    await this.repo.upsertContent({ hash: content.hash, size: content.size, blob_key: contentKey(content.hash), created_at: this.now() });
   }
 
   /**
@@ -618,29 +639,59 @@ export class AssetService {
     });
   }
 
+  /** Stores a task output's bytes under their hash; recordOutput records them in the transaction that ends the task. */
+  async storeOutput(source: Readable | Buffer): Promise<StoredOutputContent> {
+    const ingested = await this.ingest(Buffer.isBuffer(source) ? Readable.from([source]) : source);
+    return { hash: ingested.hash, size: ingested.size, stored: await this.storeContent(ingested) };
+  }
+
   /**
-   * Registers a generated task output as the user's asset: tag `output`, job_id = the task id.
-   * A file name already taken under output/subfolder is numbered (`a (1).png`).
+   * Registers stored output bytes as the user's asset, writing through `db` (the transaction that
+   * ends the task): tag `output`, job_id = the task id. A file name already taken under
+   * output/subfolder is numbered (`a (1).png`).
    */
+  async recordOutput(db: DbHandle, content: StoredOutputContent, spec: OutputSpec): Promise<void> {
+    await this.writingThrough(this.repo.in(db)).createOutputRecord(content, spec);
+  }
+
+  /** Removes output bytes that no record came to use (the task's end was not written). */
+  async dropOutput(content: StoredOutputContent): Promise<void> {
+    if (content.stored && !(await this.repo.hasContent(content.hash))) await this.blobs.delete(contentKey(content.hash));
+  }
+
+  /** storeOutput and recordOutput in a transaction of their own, for an output that ends no task. */
   async registerOutput(spec: RegisterOutputSpec): Promise<AssetJson> {
+    const content = await this.storeOutput(spec.source);
+    try {
+      const row = await this.repo.transaction((repo) => this.writingThrough(repo).createOutputRecord(content, spec));
+      return serializeAsset(await this.view(spec.userId, row));
+    } catch (err) {
+      await this.dropOutput(content);
+      throw err;
+    }
+  }
+
+  /** This service writing through another repository (one bound to a transaction). */
+  private writingThrough(repo: AssetsRepo): AssetService {
+    return new AssetService(repo, this.blobs, this.opts);
+  }
+
+  private async createOutputRecord(content: StoredOutputContent, spec: OutputSpec): Promise<AssetRefRow> {
     const fileName = safeFileName(spec.fileName, 'fileName');
     const subfolder = normalizeSubfolder(spec.subfolder);
-    const source = Buffer.isBuffer(spec.source) ? Readable.from([spec.source]) : spec.source;
-    const ingested = await this.ingest(source);
-    return this.withCommitted(ingested, async () => {
-      const { row } = await this.createAtFreeLocation(spec.userId, {
-        hash: ingested.hash,
-        size: ingested.size,
-        fileName,
-        subfolder,
-        root: 'output',
-        mimeType: spec.mimeType || null,
-        tags: ['output'],
-        userMetadata: {},
-        systemMetadata: { source: 'output', filename: fileName, ...(subfolder ? { subfolder } : {}) },
-        jobId: spec.jobId,
-      });
-      return serializeAsset(await this.view(spec.userId, row));
+    await this.recordContent(content, content.stored);
+    const { row } = await this.createAtFreeLocation(spec.userId, {
+      hash: content.hash,
+      size: content.size,
+      fileName,
+      subfolder,
+      root: 'output',
+      mimeType: spec.mimeType || null,
+      tags: ['output'],
+      userMetadata: {},
+      systemMetadata: { source: 'output', filename: fileName, ...(subfolder ? { subfolder } : {}) },
+      jobId: spec.jobId,
     });
+    return row;
   }
 }

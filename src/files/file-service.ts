@@ -2,6 +2,7 @@ import type { Readable } from 'node:stream';
 import mime from 'mime-types';
 import { newSecret } from '../core/ids.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
+import type { DbHandle } from '../storage/db-handle.ts';
 import type { FilesRepo } from '../storage/repos/files-repo.ts';
 import type { FileRow } from '../storage/schema.ts';
 
@@ -80,11 +81,14 @@ export class FileService {
     await this.blobs.delete(pending.blobKey);
   }
 
-  /** Makes written content a served file of the user, live for the retention period. */
-  async register(userId: string, pending: PendingFile, fileName: string, mimeType: string): Promise<StoredFile> {
+  /**
+   * Makes written content a served file of the user, live for the retention period; with `db`
+   * (a transaction in progress) its row is written in that transaction.
+   */
+  async register(userId: string, pending: PendingFile, fileName: string, mimeType: string, db?: DbHandle): Promise<StoredFile> {
     const now = Date.now();
     const row: FileRow = { id: pending.id, user_id: userId, file_name: fileName, mime_type: mimeType, size: pending.size, blob_key: pending.blobKey, created_at: now, expires_at: now + this.opts.retentionMs };
-    await this.repo.insert(row);
+    await (db ? this.repo.in(db) : this.repo).insert(row);
     return { id: row.id, fileName, mimeType, size: row.size, url: this.urlOf(row.id, fileName), expiresAt: row.expires_at };
   }
 

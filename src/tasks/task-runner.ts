@@ -1,7 +1,6 @@
 import type { Logger } from 'pino';
 import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import { isTerminal } from '../core/task-state.ts';
-import type { AssetService } from '../assets/asset-service.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
 import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
@@ -9,7 +8,7 @@ import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import type { TaskClaim } from './task-queue.ts';
-import type { BillingEntry, GeneralOutput, TaskResult } from './task-record.ts';
+import type { BillingEntry, TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
@@ -30,7 +29,6 @@ export class TaskRunner {
       catalog: Catalog;
       engines: EngineRegistry;
       files: FileService;
-      assets: AssetService;
       bus: EventBus;
       inputs: InputReader;
       instanceId: string;
@@ -98,8 +96,8 @@ export class TaskRunner {
         publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
       });
       controller.signal.throwIfAborted();
-      const result = await this.store(row, model, output);
-      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result, current: latest });
+      // The end handlers store the files and add them to the result, in the transaction that writes the success.
+      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, model, output), output, current: latest });
     } catch (err) {
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
@@ -140,24 +138,10 @@ export class TaskRunner {
     };
   }
 
-  /** Serves each file at a public URL and registers it as the owner's output asset. */
-  private async store(row: TaskRow, model: LiveModel, output: GenerationOutput): Promise<TaskResult> {
-    const items: GeneralOutput[] = [];
-    for (const file of output.files) {
-      const stored = await this.deps.files.store(row.owner_id, file.data, file.fileName, file.mimeType);
-      await this.deps.assets.registerOutput({ userId: row.owner_id, jobId: row.id, fileName: file.fileName, mimeType: file.mimeType, source: file.data });
-      items.push({
-        type: file.type,
-        url: stored.url,
-        filename: file.fileName,
-        ...(file.mediaSize ? { mediaSize: file.mediaSize } : {}),
-        ...(file.hasAudio !== undefined ? { has_audio: file.hasAudio } : {}),
-        ...(file.role ? { role: file.role } : {}),
-      });
-    }
-    for (const text of output.texts ?? []) items.push({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) });
+  /** What the run leaves in the result besides its files: texts, usage, billing, workflow status and domain data. */
+  private resultOf(row: TaskRow, model: LiveModel, output: GenerationOutput): TaskResult {
     return {
-      output_content: items,
+      output_content: (output.texts ?? []).map((text) => ({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) })),
       ...(output.files[0]?.mediaSize ? { mediaSize: output.files[0].mediaSize } : {}),
       ...(output.usage ? { usage: output.usage } : {}),
       billings: output.billings ?? [this.billingOf(row, model, output)],

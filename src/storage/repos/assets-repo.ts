@@ -1,6 +1,6 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool } from 'kysely';
-import type { Db } from '../db.ts';
-import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow } from '../schema.ts';
+import { sql, type Expression, type ExpressionBuilder, type SqlBool, type Transaction } from 'kysely';
+import type { DbHandle } from '../db-handle.ts';
+import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow, Database } from '../schema.ts';
 import { metaValueOf } from '../../assets/asset-metadata.ts';
 
 const MISSING = 'missing';
@@ -83,10 +83,30 @@ function filterExpr(eb: AnyEb, f: AssetFilter, excludeMissing: boolean): Express
 
 /** All SQL of the asset registry. */
 export class AssetsRepo {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbHandle) {}
 
   private get k() {
     return this.db.kysely;
+  }
+
+  /** The same queries through `db`, a transaction in progress. */
+  in(db: DbHandle): AssetsRepo {
+    return new AssetsRepo(db);
+  }
+
+  /** Runs `work` in a transaction: a new one, or the one this repository already writes through. */
+  async transaction<T>(work: (repo: AssetsRepo) => Promise<T>): Promise<T> {
+    return this.atomically((trx) => work(this.in({ kysely: trx, dialect: this.db.dialect })));
+  }
+
+  private async atomically<T>(work: (trx: Transaction<Database>) => Promise<T>): Promise<T> {
+    // Kysely has no nested transactions: inside one, the statements simply join it.
+    return this.k.isTransaction ? work(this.k as Transaction<Database>) : this.k.transaction().execute(work);
+  }
+
+  /** Whether a content row exists for the hash. */
+  async hasContent(hash: string): Promise<boolean> {
+    return (await this.k.selectFrom('asset_contents').select('hash').where('hash', '=', hash).executeTakeFirst()) !== undefined;
   }
 
   /** Records content once per hash; a second writer of the same hash changes nothing. */
@@ -116,7 +136,7 @@ export class AssetsRepo {
    * writes nothing) when another live record of the owner already holds its location.
    */
   async insertRef(row: AssetRefRow, tags: readonly Omit<AssetTagRow, 'ref_id'>[], meta: readonly AssetMetaRow[]): Promise<boolean> {
-    return this.k.transaction().execute(async (trx) => {
+    return this.atomically(async (trx) => {
       const inserted = await trx.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
       if (!inserted) return false;
       if (tags.length > 0) await trx.insertInto('asset_tags').values(tags.map((t) => ({ ...t, ref_id: row.id }))).execute();
@@ -127,7 +147,7 @@ export class AssetsRepo {
 
   /** Changes columns of a record; with meta, its metadata rows are replaced too. */
   async updateRef(id: string, patch: RefPatch, meta?: readonly AssetMetaRow[]): Promise<void> {
-    await this.k.transaction().execute(async (trx) => {
+    await this.atomically(async (trx) => {
       if (Object.keys(patch).length > 0) await trx.updateTable('asset_refs').set(patch).where('id', '=', id).execute();
       if (meta) {
         await trx.deleteFrom('asset_meta').where('ref_id', '=', id).execute();
@@ -221,7 +241,7 @@ export class AssetsRepo {
 
   /** Soft delete; previews of the owner's records that pointed at it are cleared. False when not live. */
   async softDelete(ownerId: string, id: string, now: number): Promise<boolean> {
-    return this.k.transaction().execute(async (trx) => {
+    return this.atomically(async (trx) => {
       const res = await trx.updateTable('asset_refs').set({ deleted_at: now, updated_at: now }).where('id', '=', id).where('owner_id', '=', ownerId).where('deleted_at', 'is', null).executeTakeFirst();
       if (Number(res.numUpdatedRows) === 0) return false;
       await trx.updateTable('asset_refs').set({ preview_id: null }).where('owner_id', '=', ownerId).where('preview_id', '=', id).execute();
@@ -243,7 +263,7 @@ export class AssetsRepo {
   /** Adds the tags a record does not have yet; answers those added. */
   async addTags(refId: string, tags: readonly string[], origin: AssetTagRow['origin'], now: number): Promise<string[]> {
     if (tags.length === 0) return [];
-    return this.k.transaction().execute(async (trx) => {
+    return this.atomically(async (trx) => {
       const present = new Set((await trx.selectFrom('asset_tags').select('tag').where('ref_id', '=', refId).where('tag', 'in', [...tags]).execute()).map((r) => r.tag));
       const added = tags.filter((t) => !present.has(t));
       if (added.length > 0) {

@@ -1,9 +1,14 @@
-import type { Db } from '../db.ts';
+import type { DbHandle } from '../db-handle.ts';
 import type { FileRow } from '../schema.ts';
 
 /** SQL for temporary uploaded and generated files. */
 export class FilesRepo {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbHandle) {}
+
+  /** The same queries through `db`, a transaction in progress. */
+  in(db: DbHandle): FilesRepo {
+    return new FilesRepo(db);
+  }
 
   async insert(row: FileRow): Promise<void> {
     await this.db.kysely.insertInto('files').values(row).execute();

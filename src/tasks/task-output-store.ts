@@ -1,0 +1,71 @@
+import type { AssetService, StoredOutputContent } from '../assets/asset-service.ts';
+import type { FileService, PendingFile } from '../files/file-service.ts';
+import type { GeneratedFile } from '../providers/spec.ts';
+import type { EndHandler } from './task-endings.ts';
+import type { GeneralOutput } from './task-record.ts';
+
+interface StoredFile {
+  file: GeneratedFile;
+  served: PendingFile;
+  asset: StoredOutputContent;
+}
+
+/**
+ * The one place a successful task's output files are stored: each is served under /files (the
+ * result's URL) and registered as the owner's output asset. The bytes are written before the
+ * transaction that ends the task, the file and asset rows in it.
+ */
+export class TaskOutputStore {
+  constructor(private readonly deps: { files: FileService; assets: AssetService }) {}
+
+  /**
+   * The end handler of every endpoint; registered before the domains' handlers, so the result's
+   * output_content lists the files (then the engine's texts) when they run.
+   */
+  readonly onEnd: EndHandler = async (ending) => {
+    if (ending.status !== 'success' || !ending.output || ending.output.files.length === 0) return undefined;
+    const stored: StoredFile[] = [];
+    const drop = async () => {
+      for (const { served, asset } of stored) {
+        await this.deps.files.discard(served);
+        await this.deps.assets.dropOutput(asset);
+      }
+    };
+    try {
+      for (const file of ending.output.files) {
+        const served = await this.deps.files.write(file.data);
+        try {
+          stored.push({ file, served, asset: await this.deps.assets.storeOutput(file.data) });
+        } catch (err) {
+          await this.deps.files.discard(served);
+          throw err;
+        }
+      }
+    } catch (err) {
+      await drop();
+      throw err;
+    }
+    ending.result.output_content = [...stored.map(({ file, served }) => this.itemOf(file, served)), ...(ending.result.output_content ?? [])];
+    const { task } = ending;
+    return {
+      write: async (db) => {
+        for (const { file, served, asset } of stored) {
+          await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db);
+          await this.deps.assets.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
+        }
+      },
+      abandon: drop,
+    };
+  };
+
+  private itemOf(file: GeneratedFile, served: PendingFile): GeneralOutput {
+    return {
+      type: file.type,
+      url: this.deps.files.urlOf(served.id, file.fileName),
+      filename: file.fileName,
+      ...(file.mediaSize ? { mediaSize: file.mediaSize } : {}),
+      ...(file.hasAudio !== undefined ? { has_audio: file.hasAudio } : {}),
+      ...(file.role ? { role: file.role } : {}),
+    };
+  }
+}
