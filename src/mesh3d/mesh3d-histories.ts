@@ -1,16 +1,16 @@
 /**
  * 3D histories and materials: one of each per generation or edit. A history follows its task:
- * when the task ends (its event) and whenever it is read, so a change missed while the process
- * was down is caught up on the next read.
+ * its end is written in the transaction that ends the task (an end handler). A task that ended
+ * before its history was recorded (the history is written after the submit) is caught up when
+ * the history is recorded, and again whenever it is read.
  */
-import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { Mesh3dRepo } from '../storage/repos/mesh3d-repo.ts';
 import type { Mesh3dHistoryRow, TaskRow } from '../storage/schema.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EndHandler } from '../tasks/task-endings.ts';
 import { parseResult, type TaskResult } from '../tasks/task-record.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { RigSpec } from './edit-rules.ts';
@@ -19,6 +19,11 @@ import type { EditSource } from './validate-edit.ts';
 
 /** DrawResponse.type of every 3D task. */
 export const MESH3D_OUTPUT_TYPE = '3d';
+
+/** Whether an endpoint is a 3D generation or edit (`mesh3d.generate.<kind>`, `mesh3d.edit.<op>`). */
+export function isMesh3dEndpoint(endpoint: string): boolean {
+  return endpoint.startsWith('mesh3d.');
+}
 
 /** Which result file an edit of the history works on, in order of preference. */
 const MODEL_ROLES = ['model', 'pbr_model', 'base_model'];
@@ -55,18 +60,20 @@ function historyNotFound(id: string, why: string): ApiError {
 }
 
 export class Mesh3dHistories {
-  private readonly unsubscribe: () => void;
+  constructor(private readonly deps: { repo: Mesh3dRepo; tasks: TaskService; now?: () => number }) {}
 
-  constructor(private readonly deps: { repo: Mesh3dRepo; tasks: TaskService; bus: EventBus; logger: Logger; now?: () => number }) {
-    this.unsubscribe = deps.bus.subscribe('task.status', (event) => {
-      if (!isTerminal(event.status) || event.record.queue_status.data.type !== MESH3D_OUTPUT_TYPE) return;
-      this.followTask(event.taskId).catch((err: unknown) => deps.logger.error({ err, taskId: event.taskId }, 'recording a 3D task end in its history failed'));
-    });
-  }
-
-  close(): void {
-    this.unsubscribe();
-  }
+  /**
+   * The end handler of the 3D endpoints: the task's history takes its end (status, and on success
+   * the model file, parts, rig and upstream ids) in the transaction that writes it. The history
+   * is looked up there, after the end's output assets, which it reads, were written.
+   */
+  readonly onEnd: EndHandler = async (ending) => ({
+    write: async (db) => {
+      const repo = this.deps.repo.in(db);
+      const history = await repo.findHistoryByTask(ending.task.id);
+      if (history) await this.follow(repo, history, { ...ending.task, status: ending.status, result: JSON.stringify(ending.result) });
+    },
+  });
 
   private now(): number {
     return (this.deps.now ?? Date.now)();
@@ -99,7 +106,7 @@ export class Mesh3dHistories {
     await this.deps.repo.insert(history, { id: history.material_id, owner_id: history.owner_id, history_id: history.id, task_id: task.id, created_at: now });
     // The task may have ended before the history existed, when its event found nothing to update.
     const latest = await this.deps.tasks.load(task.id);
-    if (latest) await this.follow(history, latest);
+    if (latest) await this.follow(this.deps.repo, history, latest);
     return { historyId: history.id, materialId: history.material_id };
   }
 
@@ -111,7 +118,7 @@ export class Mesh3dHistories {
     const stored = await this.deps.repo.findHistory(historyId);
     if (!stored || stored.owner_id !== ownerId) throw historyNotFound(historyId, 'it does not exist');
     const task = await this.deps.tasks.load(stored.task_id);
-    const row = task ? await this.follow(stored, task) : stored;
+    const row = task ? await this.follow(this.deps.repo, stored, task) : stored;
     if (row.status !== 'success') throw historyNotFound(historyId, `its task is ${row.status}, not success`);
     if (!row.model_ref) throw historyNotFound(historyId, 'its result has no model file');
     const parts = parsed<string[]>(row.parts);
@@ -134,18 +141,15 @@ export class Mesh3dHistories {
     };
   }
 
-  private async followTask(taskId: string): Promise<void> {
-    const row = await this.deps.repo.findHistoryByTask(taskId);
-    const task = row && (await this.deps.tasks.load(taskId));
-    if (row && task) await this.follow(row, task);
-  }
-
-  /** Brings the history up to its task: status, and on success the model file, parts, rig and upstream ids. */
-  private async follow(row: Mesh3dHistoryRow, task: TaskRow): Promise<Mesh3dHistoryRow> {
+  /**
+   * Brings the history up to its task: status, and on success the model file, parts, rig and
+   * upstream ids. `repo` reads and writes through the transaction of the task's end, if any.
+   */
+  private async follow(repo: Mesh3dRepo, row: Mesh3dHistoryRow, task: TaskRow): Promise<Mesh3dHistoryRow> {
     if (row.status === task.status || isTerminal(row.status)) return row;
     let next: Mesh3dHistoryRow = { ...row, status: task.status, upstream: task.saved_state, updated_at: this.now() };
-    if (task.status === 'success') next = { ...next, ...(await this.resultOf(row, task)) };
-    await this.deps.repo.updateResult(row.id, {
+    if (task.status === 'success') next = { ...next, ...(await this.resultOf(repo, row, task)) };
+    await repo.updateResult(row.id, {
       status: next.status,
       model_ref: next.model_ref,
       parts: next.parts,
@@ -156,28 +160,28 @@ export class Mesh3dHistories {
     return next;
   }
 
-  private async resultOf(row: Mesh3dHistoryRow, task: TaskRow): Promise<Pick<Mesh3dHistoryRow, 'model_ref' | 'parts' | 'rig'>> {
+  private async resultOf(repo: Mesh3dRepo, row: Mesh3dHistoryRow, task: TaskRow): Promise<Pick<Mesh3dHistoryRow, 'model_ref' | 'parts' | 'rig'>> {
     const result = parseResult(task);
     const extra = result.extra ?? {};
-    const source = row.source_history_id ? await this.deps.repo.findHistory(row.source_history_id) : undefined;
+    const source = row.source_history_id ? await repo.findHistory(row.source_history_id) : undefined;
     const input = JSON.parse(task.input) as Record<string, unknown>;
     const parts = stringList(extra.parts) ?? (KEEPS_PARTS.has(row.operation) ? parsed<string[]>(source?.parts ?? null) : undefined);
     const requestedRig = row.operation === 'rig' ? rigOf({ rig_type: input.rig_type, spec: input.spec }) : undefined;
     const rig = rigOf(extra.rig) ?? requestedRig ?? (KEEPS_RIG.has(row.operation) ? parsed<RigSpec>(source?.rig ?? null) : undefined);
     return {
       // A result without a model file of its own (a riggability check) stands for its source's model.
-      model_ref: (await this.modelFileOf(task, result)) ?? source?.model_ref ?? null,
+      model_ref: (await this.modelFileOf(repo, task, result)) ?? source?.model_ref ?? null,
       parts: parts ? JSON.stringify(parts) : null,
       rig: rig ? JSON.stringify(rig) : null,
     };
   }
 
   /** The content hash of the task's model output, found among the output assets the task registered. */
-  private async modelFileOf(task: TaskRow, result: TaskResult): Promise<string | undefined> {
+  private async modelFileOf(repo: Mesh3dRepo, task: TaskRow, result: TaskResult): Promise<string | undefined> {
     const models = (result.output_content ?? []).filter((o) => o.type === MESH3D_OUTPUT_TYPE && o.filename);
     const chosen = MODEL_ROLES.map((role) => models.find((o) => o.role === role)).find((o) => o !== undefined) ?? models[0];
     if (!chosen) return undefined;
-    const assets = await this.deps.repo.taskOutputAssets(task.owner_id, task.id);
+    const assets = await repo.taskOutputAssets(task.owner_id, task.id);
     return assets.find((a) => (JSON.parse(a.systemMetadata) as { filename?: string }).filename === chosen.filename)?.hash;
   }
 }

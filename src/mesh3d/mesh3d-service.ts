@@ -2,18 +2,16 @@
  * The /v1/mesh3d calls (spec document 2): validate against the model and the source history,
  * submit an asynchronous task through the generation pipeline, record its history and material.
  */
-import type { Logger } from 'pino';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { LiveModel, MeshEditOperation } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { FileService } from '../files/file-service.ts';
 import { Mesh3dRepo } from '../storage/repos/mesh3d-repo.ts';
 import type { Db } from '../storage/db.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
 import type { GenerationCaller, GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { FileSourceLookup } from './image-inputs.ts';
-import { MESH3D_OUTPUT_TYPE, Mesh3dHistories } from './mesh3d-histories.ts';
+import { MESH3D_OUTPUT_TYPE, Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
 import type { EditOperation, GenerationBody, GenerationKind } from './mesh3d-schemas.ts';
 import { editOperationOf, validateEdit } from './validate-edit.ts';
 import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
@@ -35,9 +33,10 @@ export class Mesh3dService {
   private readonly files: FileSourceLookup;
 
   constructor(
-    private readonly deps: { db: Db; generations: GenerationService; tasks: TaskService; bus: EventBus; files: FileService; assets: AssetService; logger: Logger },
+    private readonly deps: { db: Db; generations: GenerationService; tasks: TaskService; files: FileService; assets: AssetService },
   ) {
-    this.histories = new Mesh3dHistories({ repo: new Mesh3dRepo(deps.db), tasks: deps.tasks, bus: deps.bus, logger: deps.logger });
+    this.histories = new Mesh3dHistories({ repo: new Mesh3dRepo(deps.db), tasks: deps.tasks });
+    deps.tasks.onEnd(isMesh3dEndpoint, this.histories.onEnd);
     this.files = {
       fileUrl: (id, fileName) => deps.files.urlOf(id, fileName),
       hasAssetHash: (ownerId, hash) => deps.assets.hashExists(ownerId, hash),
@@ -50,11 +49,6 @@ export class Mesh3dService {
         }
       },
     };
-  }
-
-  /** Stops following task events. */
-  close(): void {
-    this.histories.close();
   }
 
   async generate(kind: GenerationKind, body: GenerationBody, caller: GenerationCaller): Promise<GenerationReply> {

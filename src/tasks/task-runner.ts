@@ -66,6 +66,9 @@ export class TaskRunner {
     this.running.set(row.id, controller);
     // The newest version this run wrote, handed back to save re-reading it on the next change.
     let latest: TaskRow = row;
+    // A resumed run covers ground again (an engine restarts its count, an upstream is polled
+    // anew); progress up to what the task had reached was announced before the interruption.
+    const announced = row.status === 'submitted' ? -1 : row.progress;
     try {
       if (row.status === 'submitted') {
         try {
@@ -86,6 +89,7 @@ export class TaskRunner {
       const output = await engine.run(job, {
         signal: controller.signal,
         progress: async (percent, message, nodeStatus) => {
+          if (percent <= announced) return;
           const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest, ...(nodeStatus ? { result: { node_status: nodeStatus } } : {}) });
           latest = res.row;
           // Ended meanwhile (cancelled elsewhere): stop the work.

@@ -19,12 +19,9 @@ export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     db: services.db,
     generations: services.generations,
     tasks: services.tasks,
-    bus: services.bus,
     files: services.files,
     assets: services.assets,
-    logger: services.logger.child({ component: 'mesh3d' }),
   });
-  app.addHook('onClose', async () => mesh3d.close());
 
   for (const kind of Object.keys(GENERATION_KINDS) as GenerationKind[]) {
     app.post(`/v1/mesh3d/generate/${kind}`, {

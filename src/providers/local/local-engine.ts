@@ -8,6 +8,8 @@ export interface LocalEngineOptions {
 }
 
 const PROGRESS_STEPS = [10, 30, 50, 70, 90];
+/** The saved state of a run: how many progress steps it reported. */
+const SAVED_STEPS = 'local_progress_steps';
 
 type HandlerLoader = () => Promise<LocalHandler>;
 
@@ -55,9 +57,12 @@ export class LocalEngine implements GenerationEngine {
     // Without a minimum duration there is nothing to watch: the task goes straight to its end.
     if (this.opts.minDurationMs > 0) {
       const stepMs = this.opts.minDurationMs / (PROGRESS_STEPS.length + 1);
-      for (const percent of PROGRESS_STEPS) {
+      // A resumed run goes on from the last step it reported, as an upstream job would.
+      const saved = job.saved?.[SAVED_STEPS];
+      for (let step = typeof saved === 'number' ? saved : 0; step < PROGRESS_STEPS.length; step++) {
         await delay(stepMs, undefined, { signal: ctx.signal });
-        await ctx.progress(percent, 'generating');
+        await ctx.progress(PROGRESS_STEPS[step]!, 'generating');
+        await ctx.remember({ [SAVED_STEPS]: step + 1 });
       }
       await delay(stepMs, undefined, { signal: ctx.signal });
     }

@@ -1,5 +1,5 @@
 import { TERMINAL_STATUSES } from '../../core/task-state.ts';
-import type { Db } from '../db.ts';
+import type { DbHandle } from '../db-handle.ts';
 import type { Mesh3dHistoryRow, Mesh3dMaterialRow } from '../schema.ts';
 
 export type HistoryResultPatch = Pick<Mesh3dHistoryRow, 'status' | 'model_ref' | 'parts' | 'rig' | 'upstream' | 'updated_at'>;
@@ -13,7 +13,12 @@ export interface TaskOutputAsset {
 
 /** SQL for 3D histories and materials. */
 export class Mesh3dRepo {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbHandle) {}
+
+  /** The same queries through `db`, a transaction in progress. */
+  in(db: DbHandle): Mesh3dRepo {
+    return new Mesh3dRepo(db);
+  }
 
   /** Stores a history and its material together. */
   async insert(history: Mesh3dHistoryRow, material: Mesh3dMaterialRow): Promise<void> {
