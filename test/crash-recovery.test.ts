@@ -5,6 +5,7 @@ import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiv
 import { spawnServer, type ServerProcess } from './support/process.ts';
 import { tempDataDir } from './support/server.ts';
 import { eventually } from './support/wait.ts';
+import { updatesAnnouncedTwice } from './support/task-updates.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -89,6 +90,66 @@ describe('SIGKILL and restart (SQLite)', () => {
       assert.deepEqual(ranks, [...ranks].sort((a, b) => a - b), `${id} delivered out of order: ${statuses.join(', ')}`);
       assert.equal(statuses[0], 'submitted', `${id}: ${statuses.join(', ')}`);
       assert.equal(statuses.at(-1), 'success');
+    }
+  });
+});
+
+describe('resuming after SIGKILL without waiting for a lease (SQLite)', () => {
+  const dataDir = tempDataDir();
+  const servers: ServerProcess[] = [];
+  let receiver: CallbackReceiver | undefined;
+  after(async () => {
+    for (const s of servers) await s.stop('SIGKILL');
+    await receiver?.close();
+    fs.rmSync(dataDir, { recursive: true, force: true });
+  });
+
+  it('a second server on the same DATA_DIR is refused', async () => {
+    const first = await spawnServer({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN });
+    servers.push(first);
+    await assert.rejects(spawnServer({ DATA_DIR: dataDir, ADMIN_TOKEN: ADMIN }), /DATA_DIR .* is in use by another gengate process/);
+    await first.stop('SIGKILL');
+  });
+
+  it('running tasks move again within 3 s of the restart, and no progress is announced twice', async () => {
+    receiver = await CallbackReceiver.start();
+    const env = {
+      DATA_DIR: dataDir,
+      ADMIN_TOKEN: ADMIN,
+      WORKER_CONCURRENCY: '2',
+      // The default lease (30 s): a restart must not wait for it.
+      LOCAL_ENGINE_MIN_DURATION_MS: '9000',
+      GENGATE_CONFIG: JSON.stringify({ callback: { callback_url: receiver.url } }),
+    };
+    let server = await spawnServer(env);
+    servers.push(server);
+    const { token } = await api(server, ADMIN, '/admin/tokens', { method: 'POST', body: JSON.stringify({ user_id: 'restarted' }) });
+    const ids: string[] = [];
+    for (let i = 0; i < 2; i++) ids.push((await api(server, token, '/v1/images/generations', { method: 'POST', headers: { 'x-async': '1' }, body: JSON.stringify({ prompt: `resume ${i}`, model: 'seedream-4.0', size: '32x32' }) })).task_id);
+    const recordOf = async (id: string) => (await api(server, token, `/v1/ai/result/${id}`)).queue_status;
+    const callbacksOf = (id: string) => receiver!.requests.filter((r) => r.json.queue_status.task_id === id).map((r) => r.json.queue_status);
+    // Two progress steps announced (and delivered) each, so a run starting over would repeat one.
+    await eventually('two progress steps of both tasks delivered', () => ids.every((id) => callbacksOf(id).some((q) => q.progress >= 30)), 30_000);
+
+    await server.stop('SIGKILL');
+    server = await spawnServer(env);
+    servers.push(server);
+    const ready = Date.now();
+    const samples: { id: string; ms: number; progress: number; status: string }[] = [];
+    await eventually('both tasks successful', async () => {
+      const records = await Promise.all(ids.map(recordOf));
+      const ms = Date.now() - ready;
+      for (const q of records) samples.push({ id: q.task_id, ms, progress: q.progress, status: q.status });
+      return records.every((q) => q.status === 'success');
+    }, 60_000);
+    await eventually('both success callbacks', () => ids.every((id) => callbacksOf(id).some((q) => q.status === 'success')));
+    for (const id of ids) {
+      const resumed = callbacksOf(id).find((q) => q.message === 'resumed after an interruption');
+      assert.ok(resumed, `${id} was resumed`);
+      // Moving again: a progress beyond the point of the crash, or the end.
+      const moved = samples.find((s) => s.id === id && (s.progress > resumed.progress || TERMINAL.includes(s.status)));
+      assert.ok(moved && moved.ms <= 3000, `${id} moved ${moved?.ms} ms after the restart was ready`);
+      assert.deepEqual(updatesAnnouncedTwice(receiver.requests, id), [], `${id}: an update was announced again`);
     }
   });
 });

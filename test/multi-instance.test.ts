@@ -1,13 +1,15 @@
-import { after, before, describe, it, type TestContext } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import fs from 'node:fs';
+import { setTimeout as delay } from 'node:timers/promises';
 import { Redis } from 'ioredis';
 import WebSocket from 'ws';
 import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiver.ts';
 import { dropSchema, postgresEnv, redisEnv, REDIS_URL, tempDataDir } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 import { spawnServer, type ServerProcess } from './support/process.ts';
+import { updatesAnnouncedTwice } from './support/task-updates.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -20,11 +22,13 @@ const START_TIMEOUT_MS = 60_000;
 class Instance {
   private constructor(
     readonly name: string,
+    /** Its INSTANCE_ID, the `server` of the tasks it runs. */
+    readonly id: string,
     private readonly proc: ServerProcess,
   ) {}
 
-  static async spawn(name: string, env: Record<string, string>): Promise<Instance> {
-    return new Instance(name, await spawnServer(env, START_TIMEOUT_MS));
+  static async spawn(name: string, id: string, env: Record<string, string>): Promise<Instance> {
+    return new Instance(name, id, await spawnServer({ ...env, INSTANCE_ID: id }, START_TIMEOUT_MS));
   }
 
   get url(): string {
@@ -46,6 +50,13 @@ class Instance {
   /** Dies at once, as a crashed machine would: no shutdown, nothing handed back. */
   kill(): Promise<void> {
     return this.proc.stop('SIGKILL');
+  }
+
+  /** Stops the process (SIGSTOP) for `ms`, as a long pause or a stalled host would, then lets it go on. */
+  async freeze(ms: number): Promise<void> {
+    this.proc.child.kill('SIGSTOP');
+    await delay(ms);
+    this.proc.child.kill('SIGCONT');
   }
 
   /** SIGTERM, then SIGKILL when it has not exited within a few seconds. */
@@ -96,33 +107,29 @@ class RealtimeClient {
 
 const statusOf = (record: Json): string => record.queue_status.status;
 
-describe('two instances on one PostgreSQL schema and one Redis prefix', () => {
-  let skip: string | undefined;
-  const instances: Instance[] = [];
-  const cleanups: (() => Promise<void>)[] = [];
-  let a: Instance;
-  let b: Instance;
-  let redis: Redis;
-  let prefix: string;
-  let receiver: CallbackReceiver;
-  let token: string;
-  let realtime: RealtimeClient | undefined;
+/**
+ * Instances A and B on one PostgreSQL schema (and one Redis prefix when `redis` is given), one
+ * shared DATA_DIR, a callback receiver, and a user's token. The heartbeat settings are the
+ * defaults and TASK_LEASE_MS is left at its 30 s: a dead instance's tasks must move sooner.
+ */
+class Deployment {
+  readonly instances: Instance[] = [];
+  private readonly cleanups: (() => Promise<void>)[] = [];
+  token = '';
+  /** The instances' REDIS_PREFIX, when they share Redis. */
+  redisPrefix: string | undefined;
+  private constructor(readonly receiver: CallbackReceiver) {}
 
-  before(async () => {
+  /** The deployment, or why it cannot run here. */
+  static async start(withRedis: boolean): Promise<Deployment | { skip: string }> {
     const pg = await postgresEnv();
-    if ('skip' in pg) skip = pg.skip;
-    const found = await redisEnv();
-    if ('skip' in found) skip = found.skip;
-    if (skip || 'skip' in pg || 'skip' in found) {
-      process.stdout.write(`# ${skip}\n`);
-      return;
-    }
-    cleanups.push(() => dropSchema(pg.env.DATABASE_SCHEMA!), found.cleanup);
-    prefix = found.env.REDIS_PREFIX!;
-    redis = new Redis(REDIS_URL);
-    receiver = await CallbackReceiver.start();
+    if ('skip' in pg) return pg;
+    const found = withRedis ? await redisEnv() : { env: {}, cleanup: async () => undefined };
+    if ('skip' in found) return found;
+    const deployment = new Deployment(await CallbackReceiver.start());
+    deployment.redisPrefix = found.env.REDIS_PREFIX;
     const dataDir = tempDataDir();
-    cleanups.push(async () => fs.rmSync(dataDir, { recursive: true, force: true }));
+    deployment.cleanups.push(() => dropSchema(pg.env.DATABASE_SCHEMA!), found.cleanup, async () => fs.rmSync(dataDir, { recursive: true, force: true }));
     const adminToken = `multi-admin-${randomBytes(8).toString('hex')}`;
     const env = {
       ...pg.env,
@@ -130,58 +137,161 @@ describe('two instances on one PostgreSQL schema and one Redis prefix', () => {
       // One shared volume, as instances behind one public address would have.
       DATA_DIR: dataDir,
       ADMIN_TOKEN: adminToken,
-      TASK_LEASE_MS: '2000',
       LOCAL_ENGINE_MIN_DURATION_MS: '2500',
-      GENGATE_CONFIG: JSON.stringify({ callback: { callback_url: receiver.url } }),
+      GENGATE_CONFIG: JSON.stringify({ callback: { callback_url: deployment.receiver.url } }),
     };
-    const spawned = await Promise.allSettled([Instance.spawn('A', { ...env, INSTANCE_ID: 'multi-a' }), Instance.spawn('B', { ...env, INSTANCE_ID: 'multi-b' })]);
-    for (const s of spawned) if (s.status === 'fulfilled') instances.push(s.value);
-    for (const s of spawned) if (s.status === 'rejected') throw s.reason;
-    [a, b] = instances as [Instance, Instance];
-    const res = await a.fetch('/admin/tokens', adminToken, { method: 'POST', json: { user_id: 'erin' } });
+    const spawned = await Promise.allSettled([Instance.spawn('A', 'multi-a', env), Instance.spawn('B', 'multi-b', env)]);
+    for (const s of spawned) if (s.status === 'fulfilled') deployment.instances.push(s.value);
+    for (const s of spawned) if (s.status === 'rejected') {
+      await deployment.stop();
+      throw s.reason;
+    }
+    const res = await deployment.a.fetch('/admin/tokens', adminToken, { method: 'POST', json: { user_id: 'erin' } });
     assert.equal(res.status, 201);
-    token = ((await res.json()) as Json).token;
-    // Opened before anything is submitted, on the instance that does not take the submits.
-    realtime = await RealtimeClient.open(b.url, token);
-  });
+    deployment.token = ((await res.json()) as Json).token;
+    return deployment;
+  }
 
-  after(async () => {
-    realtime?.close();
-    await Promise.allSettled(instances.map((i) => i.stop()));
-    await receiver?.close();
-    await redis?.quit();
-    for (const cleanup of cleanups) await cleanup().catch(() => undefined);
-  });
+  get a(): Instance {
+    return this.instances[0]!;
+  }
 
-  const test = (name: string, fn: (t: TestContext) => Promise<void>) =>
-    it(name, async (t) => {
-      if (skip) return t.skip(skip);
-      try {
-        await fn(t);
-      } catch (err) {
-        for (const i of instances) process.stdout.write(`# output of ${i.name}:\n${i.output().replace(/^/gm, '#   ')}\n`);
-        throw err;
-      }
-    });
+  get b(): Instance {
+    return this.instances[1]!;
+  }
 
-  async function submitToA(): Promise<string> {
-    const res = await a.fetch('/v1/images/generations', token, { method: 'POST', json: IMAGE, headers: { 'x-async': '1' } });
+  async submitToA(): Promise<string> {
+    const res = await this.a.fetch('/v1/images/generations', this.token, { method: 'POST', json: IMAGE, headers: { 'x-async': '1' } });
     assert.equal(res.status, 200);
     return ((await res.json()) as Json).task_id;
   }
 
-  async function recordOf(instance: Instance, taskId: string): Promise<Json> {
-    const res = await instance.fetch(`/v1/ai/result/${taskId}`, token);
+  async recordOf(instance: Instance, taskId: string): Promise<Json> {
+    const res = await instance.fetch(`/v1/ai/result/${taskId}`, this.token);
     assert.equal(res.status, 200);
     return res.json();
   }
+
+  callbacksOf(taskId: string): ReceivedCallback[] {
+    return this.receiver.requests.filter((r) => r.json?.queue_status?.task_id === taskId);
+  }
+
+  /** A task submitted to A, once under way, with the instance running it and the other one. */
+  async runningTask(): Promise<{ taskId: string; runner: Instance; other: Instance }> {
+    const taskId = await this.submitToA();
+    const record = await eventually(`progress of ${taskId}`, async () => {
+      const r = await this.recordOf(this.a, taskId);
+      return statusOf(r) === 'process' ? r : undefined;
+    }, 30_000);
+    const runner = this.instances.find((i) => i.id === record.queue_status.server)!;
+    return { taskId, runner, other: runner === this.a ? this.b : this.a };
+  }
+
+  async ended(instance: Instance, taskId: string): Promise<Json> {
+    return eventually(`the end of ${taskId}`, async () => {
+      const r = await this.recordOf(instance, taskId);
+      return ['success', 'failed', 'cancelled'].includes(statusOf(r)) ? r : undefined;
+    }, 30_000);
+  }
+
+  /** Every instance's output, for a failure message. */
+  dumpOutputs(): void {
+    for (const i of this.instances) process.stdout.write(`# output of ${i.name}:\n${i.output().replace(/^/gm, '#   ')}\n`);
+  }
+
+  async stop(): Promise<void> {
+    await Promise.allSettled(this.instances.map((i) => i.stop()));
+    await this.receiver.close();
+    for (const cleanup of this.cleanups) await cleanup().catch(() => undefined);
+  }
+}
+
+/** Runs `fn` unless the deployment could not start, dumping the instances' output when it fails. */
+function deploymentTest(deployment: () => Deployment | { skip: string } | undefined, name: string, fn: (d: Deployment) => Promise<void>) {
+  it(name, async (t) => {
+    const d = deployment();
+    if (!d || 'skip' in d) return t.skip(d?.skip);
+    try {
+      await fn(d);
+    } catch (err) {
+      d.dumpOutputs();
+      throw err;
+    }
+  });
+}
+
+/** An instance frozen for less than the heartbeat TTL (5 s by default) keeps its task: nothing runs it a second time. */
+async function frozenInstanceKeepsItsTask(d: Deployment): Promise<void> {
+  const { taskId, runner, other } = await d.runningTask();
+  await runner.freeze(2000);
+  const record = await d.ended(other, taskId);
+  assert.equal(statusOf(record), 'success');
+  assert.equal(record.queue_status.server, runner.id);
+  const callbacks = await eventually('the success callback', () => {
+    const got = d.callbacksOf(taskId);
+    return got.some((c) => statusOf(c.json) === 'success') ? got : undefined;
+  });
+  const statuses = callbacks.map((c) => `${statusOf(c.json)} ${c.json.queue_status.message}`);
+  assert.equal(statuses.filter((s) => s.startsWith('started')).length, 1, statuses.join(', '));
+  assert.ok(!statuses.some((s) => s.includes('resumed after an interruption')), statuses.join(', '));
+}
+
+/** The survivor takes over the task of a killed instance within 10 s, and announces no update twice. */
+async function survivorTakesOverWithin10s(d: Deployment): Promise<void> {
+  const { taskId, runner: victim, other: survivor } = await d.runningTask();
+  await victim.kill();
+  const killedAt = Date.now();
+  await eventually('the survivor to take the task over', async () => (await d.recordOf(survivor, taskId)).queue_status.server === survivor.id, 30_000);
+  const tookMs = Date.now() - killedAt;
+  assert.ok(tookMs <= 10_000, `taken over ${tookMs} ms after the kill`);
+
+  const record = await d.ended(survivor, taskId);
+  assert.equal(statusOf(record), 'success');
+  assert.equal(record.queue_status.server, survivor.id);
+  assert.equal(record.queue_status.data.output.length, 1);
+  const resumed = await eventually('the resumed callback', () => d.callbacksOf(taskId).find((c) => c.json.queue_status.message === 'resumed after an interruption'));
+  assert.equal(resumed.json.queue_status.server, survivor.id);
+  await eventually('the success callback', () => d.callbacksOf(taskId).some((c) => statusOf(c.json) === 'success'));
+  assert.deepEqual(updatesAnnouncedTwice(d.receiver.requests, taskId), []);
+}
+
+describe('two instances on one PostgreSQL schema and one Redis prefix', () => {
+  let deployment: Deployment | { skip: string } | undefined;
+  let a: Instance;
+  let b: Instance;
+  let redis: Redis;
+  let prefix: string;
+  let realtime: RealtimeClient | undefined;
+
+  before(async () => {
+    deployment = await Deployment.start(true);
+    if ('skip' in deployment) {
+      process.stdout.write(`# ${deployment.skip}\n`);
+      return;
+    }
+    ({ a, b } = deployment);
+    prefix = deployment.redisPrefix!;
+    redis = new Redis(REDIS_URL);
+    // Opened before anything is submitted, on the instance that does not take the submits.
+    realtime = await RealtimeClient.open(b.url, deployment.token);
+  });
+
+  after(async () => {
+    realtime?.close();
+    await redis?.quit();
+    if (deployment && !('skip' in deployment)) await deployment.stop();
+  });
+
+  const d = () => deployment as Deployment;
+  const test = (name: string, fn: () => Promise<void>) => deploymentTest(() => deployment, name, fn);
+  const submitToA = () => d().submitToA();
+  const recordOf = (instance: Instance, taskId: string) => d().recordOf(instance, taskId);
+  const callbacksOf = (taskId: string) => d().callbacksOf(taskId);
 
   /** Whether the task's BullMQ job is gone, i.e. no worker holds or waits for it any more. */
   async function jobGone(taskId: string): Promise<true | undefined> {
     return (await redis.exists(`${prefix}:tasks:${taskId}`)) === 0 ? true : undefined;
   }
-
-  const callbacksOf = (taskId: string): ReceivedCallback[] => receiver.requests.filter((r) => r.json?.queue_status?.task_id === taskId);
 
   test('a task submitted to A runs exactly once and its pushes reach a session on B', async () => {
     const taskId = await submitToA();
@@ -218,7 +328,7 @@ describe('two instances on one PostgreSQL schema and one Redis prefix', () => {
     const runner = running.data.queue_status.server as string;
     const other = runner === 'multi-a' ? b : a;
 
-    const res = await other.fetch(`/v1/ai/cancel/${taskId}`, token);
+    const res = await other.fetch(`/v1/ai/cancel/${taskId}`, d().token);
     assert.equal(res.status, 200);
     assert.equal(statusOf(await res.json()), 'cancelled');
 
@@ -240,23 +350,23 @@ describe('two instances on one PostgreSQL schema and one Redis prefix', () => {
     assert.ok(!callbacks.some((c) => statusOf(c.json) === 'success'));
   });
 
-  // Last: it leaves one instance standing.
-  test('the task of an instance that dies is resumed by the other', async () => {
-    const taskId = await submitToA();
-    const running = await realtime!.until(`progress of ${taskId}`, (m) => m.type === 'task.status' && m.taskId === taskId && statusOf(m.data) === 'process', 30_000);
-    const runner = running.data.queue_status.server as string;
-    const [victim, survivor, survivorId] = runner === 'multi-a' ? [a, b, 'multi-b'] : [b, a, 'multi-a'];
-    await victim.kill();
+  test('an instance frozen for less than the heartbeat TTL keeps its task', () => frozenInstanceKeepsItsTask(d()));
 
-    // Its job's lock lapses after TASK_LEASE_MS; the survivor's stalled check hands it over.
-    const record = await eventually('the task to end on the survivor', async () => {
-      const r = await recordOf(survivor, taskId);
-      return ['success', 'failed', 'cancelled'].includes(statusOf(r)) ? r : undefined;
-    }, 30_000);
-    assert.equal(statusOf(record), 'success');
-    assert.equal(record.queue_status.server, survivorId);
-    assert.equal(record.queue_status.data.output.length, 1);
-    const resumed = await eventually('the resumed callback', () => callbacksOf(taskId).find((c) => c.json.queue_status.message === 'resumed after an interruption'));
-    assert.equal(resumed.json.queue_status.server, survivorId);
+  // Last: it leaves one instance standing.
+  test('the task of an instance that dies is taken over by the other within 10 s', () => survivorTakesOverWithin10s(d()));
+});
+
+describe('two instances on one PostgreSQL schema without Redis (the database queue)', () => {
+  let deployment: Deployment | { skip: string } | undefined;
+  before(async () => {
+    deployment = await Deployment.start(false);
+    if ('skip' in deployment) process.stdout.write(`# ${deployment.skip}\n`);
   });
+  after(async () => {
+    if (deployment && !('skip' in deployment)) await deployment.stop();
+  });
+
+  deploymentTest(() => deployment, 'an instance frozen for less than the heartbeat TTL keeps its task', (d) => frozenInstanceKeepsItsTask(d));
+  // Last: it leaves one instance standing.
+  deploymentTest(() => deployment, 'the task of an instance that dies is taken over by the other within 10 s', (d) => survivorTakesOverWithin10s(d));
 });
