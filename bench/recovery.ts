@@ -129,7 +129,7 @@ async function survivorTakeover(env: Record<string, string>): Promise<void> {
     const killed = Date.now();
     const { takenMs, movedMs } = await watchTakeover(b, token, onA, (q) => q.server === 'bench-b', killed);
     process.stdout.write(
-      `recovery (PostgreSQL + Redis, one of two instances killed): the survivor took over its ${onA.length} running tasks ${seconds(takenMs)} after the kill (target ≤ 10 s); ` +
+      `recovery (PostgreSQL + Redis, one of two instances killed): the survivor took over the ${onA.length} running task(s) of the killed one ${seconds(takenMs)} after the kill (target ≤ 10 s); ` +
       `each moved on within ${seconds(movedMs)}\n`,
     );
   } finally {
