@@ -112,7 +112,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const agents = await createAgentServices({ db, bus, catalog, generations, tasks, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
   const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat, agents };
   const app = await buildApp(services);
-  const realtime = createRealtimeGateway({ bus, tokens, tasks, tickets: wsTickets, settings, logger: realtimeLogger });
+  const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
   app.server.on('upgrade', realtime.upgradeListener('/realtime'));
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();

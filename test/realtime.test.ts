@@ -487,21 +487,42 @@ describe('realtime gateway: task pushes and commands', () => {
     client.close();
   });
 
-  it('agent.approval: accepted and published with the session\'s user; a bad payload is rejected', async () => {
+  it('agent.approval of nothing waiting for one is rejected and reaches no run', async () => {
     const published: Json[] = [];
     const unsubscribe = srv.server.services.bus.subscribe('agent.approval', (m) => published.push(m));
     const { client } = await session(wsUrl(srv), { bearer: alice });
-    client.send({ messageType: 'command', eventName: 'agent.approval', payload: { taskId: 'task_agent', approved: true } });
-    assert.deepEqual(await client.next(), { type: 'command.accepted', eventName: 'agent.approval' });
-    assert.deepEqual(published, [{ taskId: 'task_agent', userId: 'alice', approved: true }]);
-
-    client.send({ messageType: 'command', eventName: 'agent.approval', payload: { taskId: 'task_agent', approved: 'yes' } });
-    const rejected = await client.next();
-    assert.equal(rejected.type, 'command.rejected');
-    assert.equal(rejected.eventName, 'agent.approval');
-    assert.equal(rejected.reason, 'invalid_payload');
-    assert.equal(published.length, 1);
+    const ownTask = await submit(srv, alice);
+    const bobsTask = await submit(srv, bob);
+    const cases: [Json, string][] = [
+      [{ taskId: 'approval_unknown', approved: true }, 'task_not_found'],
+      [{ taskId: bobsTask, approved: true }, 'task_not_found'],
+      // A generation task of the user's own never waits for an approval.
+      [{ taskId: ownTask, approved: true }, 'not_awaiting_approval'],
+      [{ taskId: ownTask, approved: 'yes' }, 'invalid_payload'],
+    ];
+    for (const [payload, reason] of cases) {
+      client.send({ messageType: 'command', eventName: 'agent.approval', payload });
+      const rejected = await client.take((m) => m.type?.startsWith('command.'), 'the command\'s answer');
+      assert.deepEqual([rejected.type, rejected.eventName, rejected.reason], ['command.rejected', 'agent.approval', reason], JSON.stringify(payload));
+    }
+    assert.deepEqual(published, []);
     unsubscribe();
+    client.close();
+  });
+
+  it('task.subscribe and task.cancel of another user\'s or an unknown task are rejected', async () => {
+    const { client } = await session(wsUrl(srv, '/realtime', 'channel=login'), { bearer: alice });
+    const bobsTask = await submit(srv, bob);
+    for (const eventName of ['task.subscribe', 'task.cancel']) {
+      for (const taskId of [bobsTask, 'task_unknown']) {
+        client.send({ messageType: 'command', eventName, payload: { taskId } });
+        const rejected = await client.take((m) => m.type?.startsWith('command.'), 'the command\'s answer');
+        assert.deepEqual([rejected.type, rejected.eventName, rejected.reason], ['command.rejected', eventName, 'task_not_found'], taskId);
+      }
+    }
+    // Bob's task went on unharmed.
+    const record: Json = await (await srv.fetch(`/v1/ai/result/${bobsTask}`, { token: bob })).json();
+    assert.notEqual(record.queue_status.status, 'cancelled');
     client.close();
   });
 

@@ -30,7 +30,7 @@ function assertApiError(res: Response, body: Json, status: number, code: string,
   assert.equal(body.error.param, param, JSON.stringify(body));
 }
 
-/** A realtime-gateway session of a user, ready for commands. */
+/** A realtime-gateway session of a user, ready for commands; `command` answers command.accepted or command.rejected. */
 async function realtimeSession(srv: TestServer, token: string): Promise<{ command(eventName: string, payload: Json): Promise<Json>; close(): void }> {
   const ws = new WebSocket(`${srv.url.replace(/^http/, 'ws')}/realtime?channel=draw&client_id=agent-test`);
   const inbox: Json[] = [];
@@ -39,10 +39,10 @@ async function realtimeSession(srv: TestServer, token: string): Promise<{ comman
     inbox.push(JSON.parse(String(data)));
     for (const check of [...waiters]) check();
   });
-  /** The next message of this type, taken from the inbox. */
-  const next = (type: string): Promise<Json> => new Promise((resolve, reject) => {
+  /** The next message of one of these types, taken from the inbox. */
+  const next = (...types: string[]): Promise<Json> => new Promise((resolve, reject) => {
     const check = () => {
-      const at = inbox.findIndex((m) => m.type === type);
+      const at = inbox.findIndex((m) => types.includes(m.type));
       if (at < 0) return false;
       clearTimeout(timer);
       waiters.delete(check);
@@ -51,7 +51,7 @@ async function realtimeSession(srv: TestServer, token: string): Promise<{ comman
     };
     const timer = setTimeout(() => {
       waiters.delete(check);
-      reject(new Error(`no ${type} from the realtime gateway within ${WAIT_MS} ms`));
+      reject(new Error(`no ${types.join(' or ')} from the realtime gateway within ${WAIT_MS} ms`));
     }, WAIT_MS);
     if (!check()) waiters.add(check);
   });
@@ -64,7 +64,7 @@ async function realtimeSession(srv: TestServer, token: string): Promise<{ comman
   return {
     async command(eventName, payload) {
       ws.send(JSON.stringify({ messageType: 'command', eventName, payload }));
-      return next('command.accepted');
+      return next('command.accepted', 'command.rejected');
     },
     close: () => ws.close(),
   };
@@ -416,7 +416,10 @@ describe('POST /v1/responses tool approvals over the realtime gateway', () => {
         assert.equal(approval.type, 'tool_approval_item');
         assert.match(approval.taskId, /^approval_/);
         assert.equal(approval.rawItem.name, 'generate_image');
-        await session.command('agent.approval', { taskId: approval.taskId, approved: true });
+        assert.deepEqual(await session.command('agent.approval', { taskId: approval.taskId, approved: true }), { type: 'command.accepted', eventName: 'agent.approval' });
+        // Answered: the approval waits no longer.
+        const again = await session.command('agent.approval', { taskId: approval.taskId, approved: false });
+        assert.deepEqual([again.type, again.reason], ['command.rejected', 'not_awaiting_approval']);
       });
       assert.deepEqual(events.filter((e) => e.type === 'run_item_stream_event').map((e) => e.name), ['tool_called', 'tool_approval_requested', 'tool_output', 'message_output_created']);
       const output = JSON.parse(runItems(events)[2].output);
@@ -430,7 +433,9 @@ describe('POST /v1/responses tool approvals over the realtime gateway', () => {
   it('rejected: the tool does not run, its output says so and the model goes on', async () => {
     const session = await realtimeSession(srv, alice);
     try {
-      const events = await runWithApproval((approval) => session.command('agent.approval', { taskId: approval.taskId, approved: false }));
+      const events = await runWithApproval(async (approval) => {
+        assert.equal((await session.command('agent.approval', { taskId: approval.taskId, approved: false })).type, 'command.accepted');
+      });
       const items = runItems(events);
       assert.deepEqual(JSON.parse(items[2].output), { status: 'rejected', message: 'the user rejected generate_image' });
       assert.equal(items[3].type, 'message_output_item');
@@ -440,15 +445,25 @@ describe('POST /v1/responses tool approvals over the realtime gateway', () => {
     }
   });
 
-  it('counts only the same user\'s answer, and no answer in time is a rejection', async () => {
+  it('counts only the same user\'s answer, and no answer in time is a rejection; a late answer is refused', async () => {
     const session = await realtimeSession(srv, bob);
+    const owner = await realtimeSession(srv, alice);
     try {
       const started = Date.now();
-      const events = await runWithApproval((approval) => session.command('agent.approval', { taskId: approval.taskId, approved: true }));
+      let approvalId = '';
+      const events = await runWithApproval(async (approval) => {
+        approvalId = approval.taskId;
+        const answer = await session.command('agent.approval', { taskId: approval.taskId, approved: true });
+        assert.deepEqual([answer.type, answer.eventName, answer.reason], ['command.rejected', 'agent.approval', 'task_not_found']);
+      });
       assert.ok(Date.now() - started >= APPROVAL_TIMEOUT_MS - 100, 'the run waited for the timeout');
       assert.deepEqual(JSON.parse(runItems(events)[2].output), { status: 'rejected', message: 'no approval for generate_image came in time' });
+      // The run is over: its approval is gone.
+      const late = await owner.command('agent.approval', { taskId: approvalId, approved: true });
+      assert.deepEqual([late.type, late.reason], ['command.rejected', 'task_not_found']);
     } finally {
       session.close();
+      owner.close();
     }
   });
 
@@ -554,7 +569,10 @@ describe('POST /v1/responses across two instances (PostgreSQL and Redis)', { ski
         if (data === '[DONE]') break;
         const event = JSON.parse(data);
         events.push(event);
-        if (event.name === 'tool_approval_requested') await session.command('agent.approval', { taskId: event.item.taskId, approved: true });
+        if (event.name === 'tool_approval_requested') {
+          // The other instance tells from the shared store that the run waits for this approval.
+          assert.equal((await session.command('agent.approval', { taskId: event.item.taskId, approved: true })).type, 'command.accepted');
+        }
       }
       assert.equal(JSON.parse(runItems(events)[2].output).status, 'success');
     } finally {

@@ -1,5 +1,7 @@
 import { ApiError } from '../core/errors.ts';
+import { newId } from '../core/ids.ts';
 import type { AgentsRepo } from '../storage/repos/agents-repo.ts';
+import type { AgentApprovalStatus } from '../storage/schema.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
 
 /** A running agent stream as the instance holding it keeps it. */
@@ -14,6 +16,21 @@ export interface RunHandle {
 /** How an approval request ended. */
 export type ApprovalOutcome = 'approved' | 'rejected' | 'timed_out';
 
+/** What became of a user's agent.approval: the run got it, the approval was settled before, or there is no such approval of the user. */
+export type ApprovalAnswer = 'accepted' | 'settled' | 'unknown';
+
+/** An approval a run asked for, recorded so that every instance can tell it is awaited. */
+export interface PendingApproval {
+  /** What the client answers with (the approval item's taskId). */
+  readonly taskId: string;
+  /** Waits for the owner's answer; `timed_out` after `timeoutMs`; rejects with the signal's reason when it aborts. */
+  outcome(timeoutMs: number, signal: AbortSignal): Promise<ApprovalOutcome>;
+}
+
+function outcomeOf(status: AgentApprovalStatus): ApprovalOutcome | undefined {
+  return status === 'pending' ? undefined : status;
+}
+
 function runKey(ownerId: string, requestId: string): string {
   return `${ownerId}\n${requestId}`;
 }
@@ -25,8 +42,8 @@ function cancelled(requestId: string): ApiError {
 /**
  * The agent streams running on this instance and the deployment-wide record of them: a cancel
  * may arrive at any instance, which finds the run in the store (owner-scoped) and publishes
- * `agent.cancel`; the instance holding it aborts it. Approvals arrive the same way, as the
- * realtime gateway's `agent.approval` messages.
+ * `agent.cancel`; the instance holding it aborts it. Approvals are recorded in the store too:
+ * the realtime gateway of any instance settles one there and publishes `agent.approval`.
  */
 export class AgentRuns {
   /** By owner and request id: request ids are the clients' own, so two users may use the same one. */
@@ -72,13 +89,31 @@ export class AgentRuns {
     return true;
   }
 
+  /** Records that the owner's run waits for an approval; the item asking for it may go out once this resolves. */
+  async requestApproval(ownerId: string, requestId: string): Promise<PendingApproval> {
+    const taskId = newId('approval');
+    await this.deps.repo.insertApproval({ id: taskId, owner_id: ownerId, request_id: requestId, instance_id: this.deps.instanceId, status: 'pending', created_at: Date.now() });
+    return { taskId, outcome: (timeoutMs, signal) => this.waitForApproval(ownerId, taskId, timeoutMs, signal) };
+  }
+
   /**
-   * Waits for the owner's `agent.approval {taskId, approved}` (from any instance's realtime
-   * gateway); `timed_out` after `timeoutMs`; rejects with the signal's reason when it aborts.
+   * The owner's agent.approval, from any instance's realtime gateway: a pending approval is
+   * settled in the store, then the instance holding the run hears of it through the bus.
    */
-  waitForApproval(ownerId: string, taskId: string, timeoutMs: number, signal: AbortSignal): Promise<ApprovalOutcome> {
+  async answerApproval(ownerId: string, taskId: string, approved: boolean): Promise<ApprovalAnswer> {
+    if (await this.deps.repo.settleApproval(ownerId, taskId, approved ? 'approved' : 'rejected')) {
+      await this.deps.bus.publish('agent.approval', { taskId, userId: ownerId, approved });
+      return 'accepted';
+    }
+    return (await this.deps.repo.findApproval(ownerId, taskId)) ? 'settled' : 'unknown';
+  }
+
+  private waitForApproval(ownerId: string, taskId: string, timeoutMs: number, signal: AbortSignal): Promise<ApprovalOutcome> {
     return new Promise<ApprovalOutcome>((resolve, reject) => {
+      let ended = false;
       const done = (settle: () => void) => {
+        if (ended) return;
+        ended = true;
         unsubscribe();
         clearTimeout(timer);
         signal.removeEventListener('abort', onAbort);
@@ -88,10 +123,22 @@ export class AgentRuns {
       const unsubscribe = this.deps.bus.subscribe('agent.approval', (message) => {
         if (message.taskId === taskId && message.userId === ownerId) done(() => resolve(message.approved ? 'approved' : 'rejected'));
       });
-      const timer = setTimeout(() => done(() => resolve('timed_out')), timeoutMs);
+      // The store decides a timeout: an answer settled just before it counts, its message still on the way.
+      const timer = setTimeout(() => done(() => this.settleTimeout(ownerId, taskId).then(resolve, reject)), timeoutMs);
       if (signal.aborted) onAbort();
       else signal.addEventListener('abort', onAbort, { once: true });
+      // An answer settled before this wait began is only in the store.
+      this.deps.repo.findApproval(ownerId, taskId).then((row) => {
+        const outcome = row && outcomeOf(row.status);
+        if (outcome) done(() => resolve(outcome));
+      }, (err: unknown) => done(() => reject(err)));
     });
+  }
+
+  private async settleTimeout(ownerId: string, taskId: string): Promise<ApprovalOutcome> {
+    if (await this.deps.repo.settleApproval(ownerId, taskId, 'timed_out')) return 'timed_out';
+    const row = await this.deps.repo.findApproval(ownerId, taskId);
+    return (row && outcomeOf(row.status)) ?? 'timed_out';
   }
 
   /** Aborts every run of this instance (shutdown) and stops listening. */

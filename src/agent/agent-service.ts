@@ -286,10 +286,10 @@ export class AgentRun {
     const { plan, deps, handle } = this;
     if (deps.approvalTools.includes(call.name)) {
       if (!interactive) return JSON.stringify({ status: 'rejected', message: `${call.name} needs the user's approval, which only a streamed request can ask for` });
-      const taskId = newId('approval');
-      yield runItemEvent(toolApprovalItem(call, taskId, agent));
-      const outcome = await deps.runs.waitForApproval(plan.ownerId, taskId, deps.approvalTimeoutMs, handle.signal);
-      this.log.info({ tool: call.name, taskId, outcome }, 'tool approval');
+      const approval = await deps.runs.requestApproval(plan.ownerId, plan.requestId);
+      yield runItemEvent(toolApprovalItem(call, approval.taskId, agent));
+      const outcome = await approval.outcome(deps.approvalTimeoutMs, handle.signal);
+      this.log.info({ tool: call.name, taskId: approval.taskId, outcome }, 'tool approval');
       if (outcome !== 'approved') {
         return JSON.stringify({ status: 'rejected', message: outcome === 'timed_out' ? `no approval for ${call.name} came in time` : `the user rejected ${call.name}` });
       }

@@ -28,6 +28,8 @@ export interface AgentServices {
   responses: AgentService;
   skills: SkillsService;
   knowledge: KnowledgeService;
+  /** The approvals runs wait for: agent.approval answers from the realtime gateway go here. */
+  approvals: Pick<AgentRuns, 'answerApproval'>;
   /** Ends the running streams of this instance (shutdown), so the HTTP server can close. */
   close(): void;
 }
@@ -68,6 +70,7 @@ export async function createAgentServices(deps: AgentServicesDeps): Promise<Agen
     responses,
     skills,
     knowledge,
+    approvals: runs,
     close: () => runs.close(new ApiError('internal_error', 'the server is shutting down')),
   };
 }

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
+import type { AgentRuns } from '../agent/agent-runs.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import type { EventBus, TaskStatusEvent } from '../tasks/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
@@ -14,6 +15,8 @@ export interface RealtimeGatewayOptions {
   bus: EventBus;
   tokens: Pick<TokenService, 'authenticate'>;
   tasks: Pick<TaskService, 'get' | 'cancel'>;
+  /** Where agent.approval answers go: the approvals agent runs wait for. */
+  approvals: Pick<AgentRuns, 'answerApproval'>;
   tickets: Pick<WsTicketService, 'redeem'>;
   settings: {
     /** REALTIME_AUTH_REQUIRED: sessions must authenticate before they are ready. */
@@ -58,7 +61,7 @@ export function createRealtimeGateway(opts: RealtimeGatewayOptions): RealtimeGat
     tokens: opts.tokens,
     tickets: opts.tickets,
     tasks: opts.tasks,
-    bus: opts.bus,
+    approvals: opts.approvals,
     registry,
     authRequired: opts.settings.realtimeAuthRequired,
     handshakeTimeoutMs: opts.settings.realtimeHandshakeTimeoutMs,

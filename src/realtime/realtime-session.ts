@@ -1,10 +1,11 @@
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
+import type { AgentRuns } from '../agent/agent-runs.ts';
 import type { TokenService } from '../auth/tokens.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId, newSecret } from '../core/ids.ts';
 import { isTerminal } from '../core/task-state.ts';
-import type { EventBus, TaskStatusEvent } from '../tasks/event-bus.ts';
+import type { TaskStatusEvent } from '../tasks/event-bus.ts';
 import { statusRecordOf } from '../tasks/task-record.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AUTH_METHODS, CLOSE_CODES, PROTOCOL_VERSION, validators, type HandshakeCloseCode, type ServerMessage, type SessionAuthenticate } from './realtime-protocol.ts';
@@ -29,7 +30,7 @@ export interface RealtimeSessionDeps {
   tokens: Pick<TokenService, 'authenticate'>;
   tickets: Pick<WsTicketService, 'redeem'>;
   tasks: Pick<TaskService, 'get' | 'cancel'>;
-  bus: Pick<EventBus, 'publish'>;
+  approvals: Pick<AgentRuns, 'answerApproval'>;
   registry: SessionRegistry<RealtimeSession>;
   authRequired: boolean;
   handshakeTimeoutMs: number;
@@ -272,10 +273,21 @@ export class RealtimeSession {
         return undefined;
       case 'agent.approval':
         if (!validators.agentApproval.Check(payload)) throw invalidPayload('{taskId: string, approved: boolean}');
-        await this.deps.bus.publish('agent.approval', { taskId: payload.taskId, userId, approved: payload.approved });
+        await this.answerApproval(userId, payload.taskId, payload.approved);
         return undefined;
       default:
         throw new CommandRejected('unknown_event', `unknown eventName "${eventName}"; known: task.subscribe, task.cancel, agent.approval`);
+    }
+  }
+
+  /** Hands the answer to the run waiting for it; rejected unless one of the user's runs waits for this approval now. */
+  private async answerApproval(userId: string, taskId: string, approved: boolean): Promise<void> {
+    const answer = await this.deps.approvals.answerApproval(userId, taskId, approved);
+    if (answer === 'settled') throw new CommandRejected('not_awaiting_approval', `${taskId} no longer waits for an approval: it was answered or timed out`);
+    if (answer === 'unknown') {
+      // Not an approval: one of the user's generation tasks, which never waits for one, or else nothing (task_not_found).
+      await this.deps.tasks.get(userId, taskId);
+      throw new CommandRejected('not_awaiting_approval', `task ${taskId} does not wait for an approval`);
     }
   }
 

@@ -20,6 +20,7 @@ export interface Database {
   agent_documents: AgentDocumentRow;
   agent_document_chunks: AgentDocumentChunkRow;
   agent_runs: AgentRunRow;
+  agent_approvals: AgentApprovalRow;
   digital_humans: DigitalHumanRow;
   mesh3d_histories: Mesh3dHistoryRow;
   mesh3d_materials: Mesh3dMaterialRow;
@@ -330,4 +331,17 @@ export interface AgentRunRow {
   request_id: string;
   instance_id: string;
   started_at: number;
+}
+
+/** How an approval an agent run asked for stands. */
+export type AgentApprovalStatus = 'pending' | 'approved' | 'rejected' | 'timed_out';
+
+/** An approval an agent run asked for; kept while the run goes on. */
+export interface AgentApprovalRow {
+  id: string;
+  owner_id: string;
+  request_id: string;
+  instance_id: string;
+  status: AgentApprovalStatus;
+  created_at: number;
 }

@@ -9,6 +9,7 @@ import * as digitalHuman from './0007-digital-human.ts';
 import * as conversations from './0008-conversations.ts';
 import * as agents from './0009-agents.ts';
 import * as workerHeartbeats from './0010-worker-heartbeats.ts';
+import * as agentApprovals from './0014-agent-approvals.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -22,4 +23,5 @@ export const migrations: Record<string, Migration> = {
   '0008_conversations': conversations,
   '0009_agents': agents,
   '0010_worker_heartbeats': workerHeartbeats,
+  '0014_agent_approvals': agentApprovals,
 };

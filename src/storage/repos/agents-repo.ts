@@ -1,6 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.ts';
-import type { AgentDocumentRow, AgentRow } from '../schema.ts';
+import type { AgentApprovalRow, AgentApprovalStatus, AgentDocumentRow, AgentRow } from '../schema.ts';
 
 /** Keeps a multi-row insert well under the parameter limits of both stores. */
 const PASSAGES_PER_INSERT = 500;
@@ -135,8 +135,12 @@ export class AgentsRepo {
     return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
   }
 
+  /** Forgets a run and the approvals it asked for. */
   async finishRun(ownerId: string, requestId: string): Promise<void> {
-    await this.db.kysely.deleteFrom('agent_runs').where('owner_id', '=', ownerId).where('request_id', '=', requestId).execute();
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx.deleteFrom('agent_approvals').where('owner_id', '=', ownerId).where('request_id', '=', requestId).execute();
+      await trx.deleteFrom('agent_runs').where('owner_id', '=', ownerId).where('request_id', '=', requestId).execute();
+    });
   }
 
   async runExists(ownerId: string, requestId: string): Promise<boolean> {
@@ -144,8 +148,31 @@ export class AgentsRepo {
     return row !== undefined;
   }
 
-  /** Forgets the runs an earlier process of this instance left behind when it stopped. */
+  /** Forgets the runs (and their approvals) an earlier process of this instance left behind when it stopped. */
   async clearRuns(instanceId: string): Promise<void> {
-    await this.db.kysely.deleteFrom('agent_runs').where('instance_id', '=', instanceId).execute();
+    await this.db.kysely.transaction().execute(async (trx) => {
+      await trx.deleteFrom('agent_approvals').where('instance_id', '=', instanceId).execute();
+      await trx.deleteFrom('agent_runs').where('instance_id', '=', instanceId).execute();
+    });
+  }
+
+  async insertApproval(row: AgentApprovalRow): Promise<void> {
+    await this.db.kysely.insertInto('agent_approvals').values(row).execute();
+  }
+
+  /** Moves the owner's pending approval to `status`; false when it is unknown, another owner's or no longer pending. */
+  async settleApproval(ownerId: string, id: string, status: Exclude<AgentApprovalStatus, 'pending'>): Promise<boolean> {
+    const result = await this.db.kysely
+      .updateTable('agent_approvals')
+      .set({ status })
+      .where('id', '=', id)
+      .where('owner_id', '=', ownerId)
+      .where('status', '=', 'pending')
+      .executeTakeFirst();
+    return result.numUpdatedRows > 0n;
+  }
+
+  async findApproval(ownerId: string, id: string): Promise<AgentApprovalRow | undefined> {
+    return this.db.kysely.selectFrom('agent_approvals').selectAll().where('id', '=', id).where('owner_id', '=', ownerId).executeTakeFirst();
   }
 }
