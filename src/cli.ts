@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import pino from 'pino';
-import { loadSettings, SettingsError } from './config/settings.ts';
+import { loadSettings, SettingsError, type Role } from './config/settings.ts';
 import { CatalogError } from './catalog/catalog.ts';
 import { runCatalogValidate } from './catalog/validate-command.ts';
 import { openDb } from './storage/db.ts';
@@ -9,7 +9,7 @@ import { TokenService, adminTokenFile, resolveAdminToken, rotateAdminToken } fro
 import { startServer } from './main.ts';
 
 const USAGE = `usage:
-  gengate serve                                 serve the API (settings from the environment)
+  gengate serve [--role all|api|worker]         serve the API (settings from the environment; --role overrides ROLE)
   gengate token create --user ID [--name NAME]  create an API token for a user (printed once)
   gengate admin-token rotate                    replace the admin token kept in DATA_DIR (printed once)
   gengate catalog validate FILE                 check a model catalog file`;
@@ -17,12 +17,23 @@ const USAGE = `usage:
 const out = (line: string) => process.stdout.write(line + '\n');
 const err = (line: string) => process.stderr.write(line + '\n');
 
-async function serve(): Promise<void> {
-  const settings = loadSettings();
+/** What each role of `serve` runs, for the start-up line. */
+const ROLE_LINES: Record<Role, string | undefined> = {
+  all: undefined,
+  api: 'Role api: serving HTTP and realtime and queueing tasks; workers run them.',
+  worker: 'Role worker: running tasks and callbacks; serving /healthz and /metrics only.',
+};
+
+async function serve(args: string[]): Promise<void> {
+  const { values } = parseArgs({ args, options: { role: { type: 'string' } } });
+  const settings = loadSettings(values.role === undefined ? process.env : { ...process.env, ROLE: values.role });
   const logger = pino({ level: settings.logLevel });
   const server = await startServer(settings, logger);
   const providers = Object.keys(settings.config.providers ?? {});
   out(`Gengate listening on ${server.url}`);
+  const roleLine = ROLE_LINES[settings.role];
+  if (roleLine) out(roleLine);
+  if (settings.blobStore.kind === 's3') out(`Files in S3 bucket ${settings.blobStore.bucket} at ${settings.blobStore.endpoint ?? 'AWS S3'}; /files delivered by ${settings.filesDelivery}.`);
   out(providers.length === 0
     ? 'No providers configured: every catalog model is served by the built-in local engine (offline).'
     : `Providers configured: ${providers.join(', ')}.`);
@@ -81,7 +92,7 @@ function rotateAdminTokenCommand(): number {
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, sub, ...rest] = argv;
   if (command === 'serve' || command === undefined) {
-    await serve();
+    await serve(argv.slice(1));
     return undefined;
   }
   if (command === 'token' && sub === 'create') return createToken(rest);

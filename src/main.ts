@@ -1,11 +1,10 @@
-import path from 'node:path';
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
 import { checkProviderCodes, type Settings } from './config/settings.ts';
 import { RuntimeConfig } from './config/runtime-config.ts';
 import { loadCatalog } from './catalog/catalog.ts';
 import { openDb } from './storage/db.ts';
-import { FsBlobStore } from './storage/blobs/fs-blob-store.ts';
+import { openBlobStore } from './storage/blobs/open-blob-store.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
 import { SettingsRepo } from './storage/repos/settings-repo.ts';
 import { FilesRepo } from './storage/repos/files-repo.ts';
@@ -64,8 +63,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // The catalog is checked first so a bad file stops the start before anything is touched.
   const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
   checkProviderCodes(settings.config, [...catalog.providers.map((p) => p.code), ...catalog.models.map((m) => m.providerCode)], SELF_SERVING_ADAPTERS);
+  const blobs = await openBlobStore(settings.blobStore, settings.dataDir);
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true });
-  const blobs = new FsBlobStore(path.join(settings.dataDir, 'blobs'));
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
   const tokens = new TokenService(new TokensRepo(db), admin.hash);
   const runtimeConfig = new RuntimeConfig(new SettingsRepo(db), settings.config.callback);
@@ -113,21 +112,26 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat, agents };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
-  app.server.on('upgrade', realtime.upgradeListener('/realtime'));
+  // A worker answers /healthz and /metrics only.
+  const servesApi = settings.role !== 'worker';
+  const runsTasks = settings.role !== 'api';
+  if (servesApi) app.server.on('upgrade', realtime.upgradeListener('/realtime'));
   await app.listen({ port: settings.port, host: settings.host });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
   if (!settings.publicBaseUrl) baseUrl = url;
-  const realtimeServer = settings.realtimePort === undefined ? undefined : await startRealtimeServer(realtime, { host: settings.host, port: settings.realtimePort });
+  const realtimeServer = settings.realtimePort === undefined || !servesApi ? undefined : await startRealtimeServer(realtime, { host: settings.host, port: settings.realtimePort });
   if (realtimeServer) realtimeLogger.info({ port: realtimeServer.port }, 'realtime gateway listening on its own port');
 
   const sweep = () => files.sweep().catch((err: unknown) => logger.error({ err }, 'file sweep failed'));
   const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(settings.fileRetentionMs / 4))));
   sweepTimer.unref();
   void sweep();
-  queue.start(runner.handle, settings.workerConcurrency);
-  callbacks.start();
+  if (runsTasks) {
+    queue.start(runner.handle, settings.workerConcurrency);
+    callbacks.start();
+  }
 
   return {
     app,
@@ -149,6 +153,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await callbacks.stop();
       await bus.close();
       await db.close();
+      blobs.close?.();
     },
   };
 }

@@ -74,6 +74,15 @@ export const GengateConfig = Type.Object({
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
 
+/** Which parts of the gateway a process runs (CONTRACT §16). */
+export const ROLES = ['all', 'api', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+/** Where uploads, task outputs and asset contents live (BLOB_STORE, CONTRACT §16). */
+export type BlobStoreSettings =
+  | { kind: 'fs' }
+  | { kind: 's3'; bucket: string; endpoint: string | undefined; region: string; forcePathStyle: boolean };
+
 /** Every setting of the process, read from the environment once at boot (CONTRACT §1). */
 export interface Settings {
   port: number;
@@ -115,6 +124,17 @@ export interface Settings {
   callbackHistoryMs: number;
   /** session.challenge.authRequired: realtime sessions must authenticate before they are ready. */
   realtimeAuthRequired: boolean;
+  /** ASSET_SWEEP_INTERVAL_MS: time between two batches of the missing-content sweep of the asset registry; 0 turns it off. */
+  assetSweepIntervalMs: number;
+  /** ASSET_SWEEP_BATCH: asset contents the sweep checks per batch. */
+  assetSweepBatch: number;
+  /** ROLE: `api` serves HTTP and realtime and queues tasks, `worker` runs tasks and callbacks, `all` both. */
+  role: Role;
+  blobStore: BlobStoreSettings;
+  /** FILES_DELIVERY: /files/… bytes streamed through the gateway, or a 302 to a presigned URL of the store. */
+  filesDelivery: 'proxy' | 'redirect';
+  /** FILES_REDIRECT_TTL_SECONDS: how long a presigned URL of a redirect works. */
+  filesRedirectTtlSeconds: number;
 }
 
 export class SettingsError extends Error {}
@@ -133,6 +153,37 @@ function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): b
   if (raw === 'true' || raw === '1') return true;
   if (raw === 'false' || raw === '0') return false;
   throw new SettingsError(`${name}: expected true, false, 1 or 0, got "${raw}"`);
+}
+
+function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: string, choices: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new SettingsError(`${name}: expected one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+function blobStoreSettings(env: NodeJS.ProcessEnv): BlobStoreSettings {
+  if (choiceSetting(env, 'BLOB_STORE', ['fs', 's3'], 'fs') === 'fs') return { kind: 'fs' };
+  if (!env.S3_BUCKET) throw new SettingsError('S3_BUCKET: required with BLOB_STORE=s3');
+  return {
+    kind: 's3',
+    bucket: env.S3_BUCKET,
+    endpoint: env.S3_ENDPOINT || undefined,
+    region: env.S3_REGION || env.AWS_REGION || 'us-east-1',
+    forcePathStyle: boolSetting(env, 'S3_FORCE_PATH_STYLE', false),
+  };
+}
+
+/**
+ * Split roles share everything through the services: tasks and events through Redis, records
+ * through PostgreSQL. Refused without them: an api instance would queue tasks no worker sees.
+ */
+function roleSetting(env: NodeJS.ProcessEnv): Role {
+  const role = choiceSetting(env, 'ROLE', ROLES, 'all');
+  if (role !== 'all' && (!env.REDIS_URL || !env.DATABASE_URL)) throw new SettingsError(`ROLE=${role}: needs REDIS_URL and DATABASE_URL (PostgreSQL), shared with the other instances`);
+  // A worker serves no /files: the URLs of the outputs it stores must name the api instances.
+  if (role === 'worker' && !env.PUBLIC_BASE_URL) throw new SettingsError('ROLE=worker: needs PUBLIC_BASE_URL, the address of the api instances, for the URLs of task outputs');
+  return role;
 }
 
 /** GENGATE_CONFIG holds the JSON itself, or the path of a file holding it. */
@@ -173,6 +224,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
   const workerHeartbeatTtlMs = intSetting(env, 'WORKER_HEARTBEAT_TTL_MS', 5000, 10);
   // A TTL within one interval would declare every instance dead between two beats.
   if (workerHeartbeatTtlMs < 2 * workerHeartbeatMs) throw new SettingsError(`WORKER_HEARTBEAT_TTL_MS: must be at least twice WORKER_HEARTBEAT_MS (${workerHeartbeatMs}), got ${workerHeartbeatTtlMs}`);
+  const blobStore = blobStoreSettings(env);
+  const filesDelivery = choiceSetting(env, 'FILES_DELIVERY', ['proxy', 'redirect'], 'proxy');
+  // Local disk has no URL of its own to send a client to.
+  if (filesDelivery === 'redirect' && blobStore.kind !== 's3') throw new SettingsError('FILES_DELIVERY=redirect: needs BLOB_STORE=s3 (files on local disk are served through the gateway)');
   return {
     port,
     host,
@@ -201,6 +256,12 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
     callbackHistoryMs: intSetting(env, 'CALLBACK_HISTORY_MS', 7 * 24 * 60 * 60 * 1000, 1),
     realtimeAuthRequired: boolSetting(env, 'REALTIME_AUTH_REQUIRED', true),
+    assetSweepIntervalMs: intSetting(env, 'ASSET_SWEEP_INTERVAL_MS', 60_000),
+    assetSweepBatch: intSetting(env, 'ASSET_SWEEP_BATCH', 500, 1),
+    role: roleSetting(env),
+    blobStore,
+    filesDelivery,
+    filesRedirectTtlSeconds: intSetting(env, 'FILES_REDIRECT_TTL_SECONDS', 900, 1),
   };
 }
 

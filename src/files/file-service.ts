@@ -1,7 +1,7 @@
 import type { Readable } from 'node:stream';
 import mime from 'mime-types';
 import { newSecret } from '../core/ids.ts';
-import type { BlobStore } from '../storage/blobs/blob-store.ts';
+import type { BlobStore, PresignOptions } from '../storage/blobs/blob-store.ts';
 import type { DbHandle } from '../storage/db-handle.ts';
 import type { FilesRepo } from '../storage/repos/files-repo.ts';
 import type { FileRow } from '../storage/schema.ts';
@@ -98,11 +98,27 @@ export class FileService {
   }
 
   /** The live file with that id and name, or undefined (unknown, expired or renamed). */
-  async open(id: string, fileName: string): Promise<OpenedFile | undefined> {
+  async find(id: string, fileName: string): Promise<FileRow | undefined> {
     const row = await this.repo.findLive(id, Date.now());
-    if (!row || row.file_name !== fileName) return undefined;
-    const stream = await this.blobs.open(row.blob_key);
-    return stream ? { row, stream } : undefined;
+    return row && row.file_name === fileName ? row : undefined;
+  }
+
+  /** The live file with that id and name and its bytes, or undefined. */
+  async open(id: string, fileName: string): Promise<OpenedFile | undefined> {
+    const row = await this.find(id, fileName);
+    const stream = row && (await this.read(row));
+    return row && stream ? { row, stream } : undefined;
+  }
+
+  /** The bytes of a file found with find, or undefined when they are gone. */
+  read(row: FileRow): Promise<Readable | undefined> {
+    return this.blobs.open(row.blob_key);
+  }
+
+  /** A URL of the blob store serving the file's bytes (FILES_DELIVERY=redirect); only stores with presign have one. */
+  async presignedUrl(row: FileRow, opts: PresignOptions): Promise<string> {
+    if (!this.blobs.presign) throw new Error('this blob store has no presigned URLs');
+    return this.blobs.presign(row.blob_key, opts);
   }
 
   /** Deletes expired files (bytes first, then the row); answers how many went. */

@@ -101,6 +101,11 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   registerErrorHandling(app);
   registerMetrics(app, services.metrics);
   app.addHook('onClose', async () => services.metrics.clear());
+  // A worker (ROLE=worker) answers its health and metrics, nothing else.
+  if (services.settings.role === 'worker') {
+    await app.register(healthRoutes(services));
+    return app;
+  }
   registerAuth(app, services.tokens);
 
   await app.register(multipart, {

@@ -2,7 +2,8 @@ import type { MultipartFile } from '@fastify/multipart';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
-import { guessMimeType, type PendingFile } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
+import type { PendingFile } from '../../files/file-service.ts';
 import type { AppServices } from '../services.ts';
 
 const UploadResult = Type.Object({
@@ -105,17 +106,29 @@ export const fileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
   app.get('/files/:id/:fileName', {
     schema: { tags: ['files'], summary: 'A temporary file (no token: the URL is the secret)', params: Type.Object({ id: Type.String(), fileName: Type.String() }) },
   }, async (request, reply) => {
-    const opened = await files.open(request.params.id, request.params.fileName);
-    if (!opened) throw new ApiError('file_not_found', 'file not found or expired');
-    const { row, stream } = opened;
+    const notFound = () => new ApiError('file_not_found', 'file not found or expired');
+    const row = await files.find(request.params.id, request.params.fileName);
+    if (!row) throw notFound();
+    const secondsLeft = Math.max(0, Math.floor((row.expires_at - Date.now()) / 1000));
+    const contentDisposition = `${INLINE_TYPE.test(row.mime_type) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.file_name)}`;
+    const cacheControl = `private, max-age=${secondsLeft}`;
+    if (settings.filesDelivery === 'redirect') {
+      // The bucket's origin serves the bytes, so they cannot run script on the API's origin.
+      const ttlSeconds = Math.max(1, Math.min(settings.filesRedirectTtlSeconds, secondsLeft));
+      const location = await files.presignedUrl(row, { ttlSeconds, contentType: row.mime_type, contentDisposition, cacheControl });
+      // Not cached: each request gets a URL of its own that is still valid.
+      return reply.code(302).header('location', location).header('cache-control', 'no-store').send();
+    }
+    const stream = await files.read(row);
+    if (!stream) throw notFound();
     return reply
       .type(row.mime_type)
       .header('content-length', row.size)
       .header('x-content-type-options', 'nosniff')
       // Uploaded bytes are served on the API's origin: never let them run script there.
       .header('content-security-policy', 'sandbox')
-      .header('content-disposition', `${INLINE_TYPE.test(row.mime_type) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.file_name)}`)
-      .header('cache-control', `private, max-age=${Math.max(0, Math.floor((row.expires_at - Date.now()) / 1000))}`)
+      .header('content-disposition', contentDisposition)
+      .header('cache-control', cacheControl)
       .send(stream);
   });
 };

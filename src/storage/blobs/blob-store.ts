@@ -1,5 +1,14 @@
 import type { Readable } from 'node:stream';
 
+/** What a presigned URL answers with besides the bytes. */
+export interface PresignOptions {
+  /** How long the URL works, in seconds. */
+  ttlSeconds: number;
+  contentType: string;
+  contentDisposition: string;
+  cacheControl: string;
+}
+
 /**
  * Where file bytes live. Keys are relative, slash-separated names (`files/<id>`,
  * `assets/<hash>`); an S3 implementation maps them to object keys.
@@ -15,4 +24,8 @@ export interface BlobStore {
   move(from: string, to: string): Promise<void>;
   /** Removes the value; absent keys are fine. */
   delete(key: string): Promise<void>;
+  /** A URL that serves the value without the gateway for a while; only stores reachable by clients (S3) have one. */
+  presign?(key: string, opts: PresignOptions): Promise<string>;
+  /** Releases connections; the store is not used afterwards. */
+  close?(): void;
 }
