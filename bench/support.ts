@@ -74,9 +74,13 @@ const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 
 /**
  * Runs `bench` with the env of a server on PostgreSQL in a schema of its own, dropped
- * afterwards; prints why and skips when PostgreSQL does not answer.
+ * afterwards; prints why and skips when PostgreSQL does not answer, or in a quick run (BENCH_QUICK=1).
  */
 export async function onPostgres(name: string, bench: (env: Record<string, string>) => Promise<void>): Promise<void> {
+  if (process.env.BENCH_QUICK === '1') {
+    process.stdout.write(`${name} (PostgreSQL): skipped in the quick run (npm run bench -- --full includes it)\n`);
+    return;
+  }
   const schema = `bench_${process.pid}`;
   const admin = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
   try {
