@@ -197,7 +197,8 @@ export class TaskService {
     endOf: (row: TaskRow) => Promise<{ ending: TaskEnding; prepared: PreparedEnd | undefined }>,
   ): Promise<TransitionResult> {
     // The caller's copy saves a read; if it is stale the compare-and-set fails and the task is read.
-    let known = extra.current;
+    // An end reads it anyway: its handlers need the saved state, which changes without a new version.
+    let known = isTerminal(change.status) ? undefined : extra.current;
     for (let i = 0; i < MAX_CAS_RETRIES; i++) {
       const row = known ?? (await this.repo.find(taskId));
       known = undefined;
