@@ -3,7 +3,7 @@ import path from 'node:path';
 import { Readable } from 'node:stream';
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.ts';
-import { guessMimeType } from '../files/file-service.ts';
+import { guessMimeType } from '../core/mime-type.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
 import type { DbHandle } from '../storage/db-handle.ts';
 import type { AssetFilter, AssetSort, AssetsRepo, TagCount, TagOrder } from '../storage/repos/assets-repo.ts';

@@ -7,7 +7,7 @@ import mime from 'mime-types';
 import type { LiveModel } from '../catalog/catalog.ts';
 import { languageCapabilityOf } from '../catalog/capabilities.ts';
 import { ApiError } from '../core/errors.ts';
-import { guessMimeType } from '../files/file-service.ts';
+import { guessMimeType } from '../core/mime-type.ts';
 import type { ChatContentPart, ChatMessage } from '../providers/spec.ts';
 import type { ChatInputMessage, ChatInputPart } from './chat-input.ts';
 

@@ -1,7 +1,25 @@
-import { SettingsError } from '../config/settings.ts';
-import type { AdapterContext } from './registry.ts';
-import { TaskFailedError, TaskRejectedError, type RunContext } from './spec.ts';
-import type { UpstreamClient, UpstreamResponse } from './upstream-client.ts';
+import type { Logger } from 'pino';
+import { SettingsError, type ProviderSettings } from '../config/settings.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine, type RunContext } from './spec.ts';
+import type { UpstreamClient, UpstreamClientOptions, UpstreamResponse } from './upstream-client.ts';
+
+/** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
+export interface AdapterContext {
+  /** Provider code (catalog providerCode). */
+  provider: string;
+  settings: ProviderSettings;
+  baseURL: string | undefined;
+  /** Read from the environment variable settings.api_key_env names; never logged. */
+  apiKey: string | undefined;
+  /** UpstreamClient options from the settings (timeout, concurrency, retry); adapters add their headers. */
+  client: Omit<UpstreamClientOptions, 'baseURL'>;
+  pollIntervalMs: number;
+  maxWaitMs: number;
+  fetch: typeof fetch;
+  logger: Logger;
+}
+
+export type AdapterFactory = (ctx: AdapterContext) => GenerationEngine;
 
 /**
  * A URL an upstream can fetch for a reference in a request. http(s) URLs, the gateway's own file

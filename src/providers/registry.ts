@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { ProviderSettings, Settings } from '../config/settings.ts';
+import type { AdapterContext, AdapterFactory } from './adapter-support.ts';
 import { LocalEngine } from './local/local-engine.ts';
 import { comfyuiAdapter } from './comfyui/adapter.ts';
 import { openaiImagesAdapter } from './openai/adapter.ts';
@@ -15,7 +16,7 @@ import { falAdapter } from './fal/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
-import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS, type UpstreamClientOptions } from './upstream-client.ts';
+import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
 
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {
@@ -23,24 +24,6 @@ export interface EngineRegistry {
   /** A model no catalog alias names but an engine serves (a workflow name). */
   findModel?(name: string): LiveModel | undefined;
 }
-
-/** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
-export interface AdapterContext {
-  /** Provider code (catalog providerCode). */
-  provider: string;
-  settings: ProviderSettings;
-  baseURL: string | undefined;
-  /** Read from the environment variable settings.api_key_env names; never logged. */
-  apiKey: string | undefined;
-  /** UpstreamClient options from the settings (timeout, concurrency, retry); adapters add their headers. */
-  client: Omit<UpstreamClientOptions, 'baseURL'>;
-  pollIntervalMs: number;
-  maxWaitMs: number;
-  fetch: typeof fetch;
-  logger: Logger;
-}
-
-export type AdapterFactory = (ctx: AdapterContext) => GenerationEngine;
 
 const DEFAULT_POLL_INTERVAL_MS = 2_000;
 const DEFAULT_MAX_WAIT_MS = 60 * 60_000;

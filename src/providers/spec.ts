@@ -1,5 +1,7 @@
 import type { LiveModel } from '../catalog/catalog.ts';
-import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../tasks/task-record.ts';
+import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../core/result-types.ts';
+
+export type { BillingEntry, MediaSize, NodeStatus, Usage };
 
 /** One task as an engine sees it. */
 export interface GenerationJob {

@@ -2,7 +2,8 @@ import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { contentKey, looksLikeAssetHash } from '../assets/asset-hash.ts';
 import type { AssetService } from '../assets/asset-service.ts';
-import { guessMimeType, type FileService } from '../files/file-service.ts';
+import { guessMimeType } from '../core/mime-type.ts';
+import type { FileService } from '../files/file-service.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
 import type { InputFile } from '../providers/spec.ts';
 

@@ -1,12 +1,5 @@
+import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../core/result-types.ts';
 import type { TaskRow } from '../storage/schema.ts';
-
-/** DrawResponse.mediaSize. */
-export interface MediaSize {
-  type: string;
-  width: number;
-  height: number;
-  status: number;
-}
 
 /** One output item (GeneralOutput). */
 export interface GeneralOutput {
@@ -19,31 +12,6 @@ export interface GeneralOutput {
   mediaSize?: MediaSize;
   uploaded?: boolean;
   has_audio?: boolean;
-}
-
-export interface Usage {
-  total_tokens: number;
-  input_tokens: number;
-  output_tokens: number;
-}
-
-export interface BillingEntry {
-  billing_type: string;
-  billing_model: Record<string, unknown>;
-  generateParams: Record<string, unknown>;
-  platform: { name: string; id: string; code: string };
-  billing_params: Record<string, unknown>;
-  result: { token: number };
-}
-
-export interface NodeStatus {
-  executeId?: string;
-  nodeId?: string;
-  customWorkflowId?: string;
-  status?: string;
-  message?: string;
-  result?: Record<string, unknown>;
-  nodeData?: { params: Record<string, unknown> };
 }
 
 /** What a finished (or partly finished) run leaves in the task's `result` column. */

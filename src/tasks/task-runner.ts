@@ -8,7 +8,8 @@ import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import type { TaskClaim } from './task-queue.ts';
-import type { BillingEntry, TaskResult } from './task-record.ts';
+import type { BillingEntry } from '../core/result-types.ts';
+import type { TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */

@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import pino from 'pino';
 import { loadCatalog, type Catalog } from '../../src/catalog/catalog.ts';
-import type { AdapterFactory } from '../../src/providers/registry.ts';
+import type { AdapterFactory } from '../../src/providers/adapter-support.ts';
 import type { GenerationEngine, GenerationJob, GenerationOutput } from '../../src/providers/spec.ts';
 import { upload } from './media.ts';
 import { runContext } from './run-context.ts';

@@ -6,7 +6,8 @@ import { INPUT_ROLES, parseJsonInput, type ResponsesInput } from '../../agent/ag
 import type { ChatInputPart } from '../../chat/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
 import { ApiError } from '../../core/errors.ts';
-import { guessMimeType, type FileService, type PendingFile } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
+import type { FileService, PendingFile } from '../../files/file-service.ts';
 import type { AppServices } from '../services.ts';
 import { ContentPart } from './chat.ts';
 import { SkillFields } from './skills.ts';

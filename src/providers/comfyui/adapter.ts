@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
-import type { AdapterFactory } from '../registry.ts';
+import type { AdapterFactory } from '../adapter-support.ts';
 import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient, UpstreamError } from '../upstream-client.ts';
 import { loadSharp } from '../load-sharp.ts';
-import type { NodeStatus } from '../../tasks/task-record.ts';
+import type { NodeStatus } from '../spec.ts';
 import { ComfySocket } from './comfyui-socket.ts';
 import {
   bindGraph, executionErrorMessage, historyOutcome, outputKind, percentOf, refsOf, refusalText, requestValues, runningNodeStatus, uploadFields,

@@ -3,7 +3,7 @@
  * run's progress; a history entry → the outcome and the files to fetch. Pure functions.
  */
 import mime from 'mime-types';
-import type { NodeStatus } from '../../tasks/task-record.ts';
+import type { NodeStatus } from '../spec.ts';
 import type { Workflow } from './workflow-catalog.ts';
 
 /** Request fields only the gateway reads (never bound, never warned about). */

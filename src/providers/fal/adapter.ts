@@ -1,5 +1,4 @@
-import { checkApiKey, downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';

@@ -2,7 +2,7 @@
  * fal.ai-hosted Tripo (family D): gateway 3D generation requests → the fal endpoint id and its
  * input JSON, and the queue's status and result replies → generated files. Pure functions.
  */
-import { guessMimeType } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 

@@ -1,7 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

@@ -3,7 +3,7 @@
  * payload of a job submit (Pro 3.0/3.1, Rapid 2.5, face reduction, texturing), and the job query
  * replies → generated files. Pure functions.
  */
-import { guessMimeType } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 

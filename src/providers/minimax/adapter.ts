@@ -1,5 +1,4 @@
-import { checkApiKey, downloadFile, numberOption, replyJson, stringOption } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, numberOption, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

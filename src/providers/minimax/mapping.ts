@@ -1,6 +1,6 @@
 import { mapFields, type FieldRule } from '../field-mapping.ts';
 import { TaskFailedError, type GenerationOutput } from '../spec.ts';
-import type { Usage } from '../../tasks/task-record.ts';
+import type { Usage } from '../spec.ts';
 
 /**
  * Longest text sent to the synchronous call; longer texts (and uploaded text files) go through

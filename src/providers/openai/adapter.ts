@@ -1,4 +1,4 @@
-import type { AdapterFactory } from '../registry.ts';
+import type { AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';

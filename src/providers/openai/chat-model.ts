@@ -1,7 +1,7 @@
 import { ApiError } from '../../core/errors.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { languageCapabilityOf } from '../../catalog/capabilities.ts';
-import type { AdapterContext } from '../registry.ts';
+import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
 import { chatChunks } from './chat-stream.ts';
 import { ChatTransport } from './chat-transport.ts';

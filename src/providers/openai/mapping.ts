@@ -7,7 +7,7 @@ import type { Metadata } from 'sharp';
 import { loadSharp } from '../load-sharp.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import type { ImageCapabilityFields } from '../../catalog/schema.ts';
-import type { Usage } from '../../tasks/task-record.ts';
+import type { Usage } from '../spec.ts';
 import { TaskFailedError, type GeneratedFile, type InputFile } from '../spec.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */

@@ -1,5 +1,4 @@
-import { checkApiKey, downloadFile, replyJson } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { checkJob, downloadList, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';

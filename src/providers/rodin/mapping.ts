@@ -2,7 +2,7 @@
  * Hyper3D Rodin (family B): gateway 3D generation requests → the multipart fields of POST /rodin,
  * and the status and download replies → generated files. Pure functions.
  */
-import { guessMimeType } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 

@@ -1,5 +1,4 @@
-import { checkApiKey, downloadFile, replyJson, stringOption } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskRejectedError, type GenerationJob } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

@@ -1,7 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { checkApiKey, downloadFile, fetchableUrl, replyJson } from '../adapter-support.ts';
-import type { AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient, type UpstreamRequest } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

@@ -2,7 +2,7 @@
  * Tripo V2 OpenAPI (family C and the Tripo edit models): gateway 3D requests → POST /task bodies,
  * task replies → generated files. Pure functions (glTF-Transform only reads bytes).
  */
-import { guessMimeType } from '../../files/file-service.ts';
+import { guessMimeType } from '../../core/mime-type.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../spec.ts';

@@ -1,8 +1,7 @@
 import { SettingsError } from '../../config/settings.ts';
 import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../../digital-human/digital-human-engines.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
-import { downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
-import type { AdapterContext, AdapterFactory } from '../registry.ts';
+import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
 import { TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

@@ -1,7 +1,6 @@
 import { SettingsError } from '../../config/settings.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
-import { checkApiKey, downloadFile, fetchableUrl, replyJson, stringOption } from '../adapter-support.ts';
-import type { AdapterContext, AdapterFactory } from '../registry.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
 import { TaskRejectedError } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';

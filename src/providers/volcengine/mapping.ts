@@ -1,6 +1,6 @@
 import { fieldsSet, mapFields } from '../field-mapping.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationOutput } from '../spec.ts';
-import type { MediaSize, Usage } from '../../tasks/task-record.ts';
+import type { MediaSize, Usage } from '../spec.ts';
 
 /** A content item of a video.generations request (spec document 1). */
 interface RequestItem {
