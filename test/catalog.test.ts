@@ -385,7 +385,7 @@ describe('built-in catalog content', () => {
     }
   });
 
-  it('maps the 3D families to the providerCode and upstream version of CONTRACT §11', () => {
+  it('maps the 3D families to the providerCode and upstream version', () => {
     const expected: [string, string, string][] = [
       ['hunyuan3d-pro-3.0', 'hunyuan', 'hunyuan3d-pro-3.0'],
       ['hunyuan3d-pro-3.1', 'hunyuan', 'hunyuan3d-pro-3.1'],
@@ -420,7 +420,7 @@ describe('built-in catalog content', () => {
     for (const model of legacy) assert.equal(model.modelTypes.filter((t) => t !== 'mesh_edit').length, 1, model.alias);
   });
 
-  it('carries the multiview views and counts of spec document 2', () => {
+  it('carries the multiview views and counts of each 3D family', () => {
     const mv = (alias: string) => byAlias(alias).capabilities.multiview_to_model?.multiview_input;
     assert.deepEqual([mv('hunyuan3d-pro-3.0')?.min_images, mv('hunyuan3d-pro-3.0')?.max_images], [2, 4]);
     assert.deepEqual([mv('hunyuan3d-pro-3.1')?.min_images, mv('hunyuan3d-pro-3.1')?.max_images, mv('hunyuan3d-pro-3.1')?.views.length], [2, 8, 8]);
@@ -433,7 +433,7 @@ describe('built-in catalog content', () => {
     }
   });
 
-  it('carries the face-limit ranges of spec document 2', () => {
+  it('carries the face-limit ranges of each 3D family', () => {
     const t2m = (alias: string) => byAlias(alias).capabilities.text_to_model;
     assert.deepEqual(t2m('hunyuan3d-pro-3.1')?.face_limit_range, { min: 3000, max: 1500000 });
     assert.deepEqual(t2m('tripo-p1')?.face_limit_range, { min: 48, max: 20000 });
@@ -447,7 +447,7 @@ describe('built-in catalog content', () => {
     }
   });
 
-  it('declares the edit operations of CONTRACT §11 on the right aliases', () => {
+  it('declares the 3D edit operations on the right aliases', () => {
     const ops = (alias: string) => Object.entries(byAlias(alias).capabilities.mesh_edit?.supported_operations ?? {})
       .filter(([, op]) => op.supported).map(([name]) => name).sort();
     assert.deepEqual(ops('tripo-segment-v1.0'), ['completion', 'segmentation']);

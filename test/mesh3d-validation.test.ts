@@ -1,5 +1,5 @@
 /**
- * The 3D request rules of spec document 2 and CONTRACT §11, one row per rule: a request the
+ * The 3D request rules, one row per rule: a request the
  * rule accepts (200 with a task id, and the task input it normalizes to) and one it refuses
  * (status, code and param). The server's engine is scripted so edit sources of every kind
  * exist in a few milliseconds.
@@ -128,7 +128,7 @@ const TEX = 'tripo-texture-v2.5';
 const RIG = 'tripo-rig-v2.5';
 
 const GENERATION_RULES: Rule[] = [
-  // Models (CONTRACT §9, §11).
+  // Models.
   { rule: 'unknown model is 404', path: T, ok: text('tripo-v3.1'), bad: text('no-such-model'), error: [404, 'model_not_found', 'model'] },
   { rule: 'disabled model', path: T, ok: text('rodin-gen2-low'), bad: text('rodin-gen2-medium'), error: [400, 'model_disabled', 'model'] },
   { rule: 'an edit model cannot replace a generation model', path: T, ok: text('tripo-v3.1'), bad: text(SEG), error: [400, 'model_capability_mismatch', 'model'] },

@@ -65,7 +65,7 @@ describe('model listing with the built-in catalog', () => {
     assert.equal(permission.group, null);
   });
 
-  it('maps catalog models to platform items (CONTRACT §9), all or omitted type listing everything', async () => {
+  it('maps catalog models to platform items, all or omitted type listing everything', async () => {
     const all = await list(srv, token);
     assert.equal(all.count, builtin.baseModels.length);
     assert.deepEqual(await list(srv, token, 'all'), all);
@@ -98,7 +98,7 @@ describe('model listing with the built-in catalog', () => {
     }
   });
 
-  it('accepts every listing type of spec document 1, even one no model has', async () => {
+  it('accepts every listing type, even one no model has', async () => {
     assert.deepEqual(await list(srv, token, 'video_edit'), { modelList: [], count: 0 });
   });
 

@@ -99,7 +99,7 @@ describe('generation tasks on the local engine', () => {
   });
   after(() => srv.close());
 
-  it('sync: waits and answers the DrawResponse with created and data, outputs served and registered', async () => {
+  it('sync: waits and answers the task result with created and data, outputs served and registered', async () => {
     const res = await submit(srv, token, { ...IMAGE, n: 2 });
     assert.equal(res.status, 200);
     const body: Json = await res.json();
@@ -232,7 +232,7 @@ describe('generation tasks on the local engine', () => {
     const body: Json = await res.json();
     assert.equal(body.status, 'submitted');
     const record = await waitForRecord(srv, token, body.task_id, (r) => r.queue_status.status === 'success');
-    // The first enabled image model of the catalog (CONTRACT §4).
+    // The first enabled image model of the catalog.
     assert.equal(record.generate_info.workflow._id, 'gpt-image-1');
     assert.deepEqual(record.queue_status.data.mediaSize, { type: 'image', width: 32, height: 16, status: 1 });
     const bad = await srv.fetch('/v1/ai/generations', { method: 'POST', token, json: { prompt: 'no params' } });

@@ -212,12 +212,12 @@ describe('video request validation', () => {
     return (await record(srv, token, reply.task_id)).generate_info.input;
   }
 
-  it('stores the spec defaults with the task input', async () => {
+  it('stores the documented defaults with the task input', async () => {
     const input = await accepted({ model: 'seedance-1.0-pro', content: [TEXT] });
     assert.deepEqual(input, { content: [TEXT], aspect_ratio: 'adaptive', resolution: '720p', duration: 5, watermark: false, seed: -1, camerafixed: false });
   });
 
-  it('accepts every value the spec lists', async () => {
+  it('accepts every documented value', async () => {
     const image = { type: 'image_url', image_url: { url: 'https://example.com/a.png' } };
     const video = { type: 'video_url', video_url: { url: 'https://example.com/a.mp4' } };
     for (const aspect_ratio of ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9', '9:21', 'adaptive', 'keep_ratio']) {

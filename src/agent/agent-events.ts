@@ -1,5 +1,5 @@
 /**
- * The events of POST /v1/responses (spec document 1). Base agent mode speaks the Agents SDK's
+ * The events of POST /v1/responses. Base agent mode speaks the Agents SDK's
  * stream vocabulary (`run_item_stream_event` with camelCase raw items); knowledge-base mode the
  * Responses API's `response.*` events, numbered by `sequence_number`.
  */
@@ -74,7 +74,7 @@ function describe(err: unknown): { message: string; errorCode: string; code: num
   return { message: err.message, errorCode: err.code, code: err.code === 'request_cancelled' ? CANCELLED_EVENT_CODE : err.status };
 }
 
-/** The spec's `error` event: message and a numeric code, plus the stable `error_code`. */
+/** The plain `error` event: message and a numeric code, plus the stable `error_code`. */
 export function errorEvent(err: unknown): AgentEvent {
   const { message, errorCode, code } = describe(err);
   return { type: 'error', message, code, error_code: errorCode };
@@ -149,7 +149,7 @@ export class ResponseEvents {
     ];
   }
 
-  /** response.failed and response.error; the caller adds the spec's plain `error` event. */
+  /** response.failed and response.error; the caller adds the plain `error` event. */
   failed(err: unknown): AgentEvent[] {
     const { message, errorCode: code } = describe(err);
     return [

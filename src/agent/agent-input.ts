@@ -1,7 +1,7 @@
 import type { ChatInputMessage, ChatInputPart } from '../chat/chat-input.ts';
 import type { SkillOptions } from './skills-service.ts';
 
-/** Roles an agent request's messages may have (spec document 1). */
+/** Roles an agent request's messages may have. */
 export const INPUT_ROLES = ['user', 'assistant', 'system'] as const;
 
 export interface InputMessage extends ChatInputMessage {

@@ -61,7 +61,7 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
     endpoint: 'video.generations',
     capabilities: ['video_generate', 'omni_video'],
     outputType: 'video',
-    // The defaults of POST /v1/video/generations (spec document 1).
+    // The defaults of POST /v1/video/generations.
     input: ({ prompt, duration, aspect_ratio: ratio }) => ({
       content: [{ type: 'text', text: prompt }],
       aspect_ratio: ratio ?? '16:9',

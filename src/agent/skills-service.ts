@@ -32,7 +32,7 @@ export interface Skill extends Required<SkillInput> {
   created_at: number;
 }
 
-/** `skill_options` of POST /v1/responses (spec document 1). */
+/** `skill_options` of POST /v1/responses. */
 export interface SkillOptions {
   personal_skill_ids?: string[];
   ephemeral_skill?: SkillInput;

@@ -10,7 +10,7 @@ export interface AssetView {
   preview?: { row: AssetRefRow; tags: string[] };
 }
 
-/** The asset record of spec document 3 as JSON; unset fields are left out. */
+/** The asset record as JSON; unset fields are left out. */
 export interface AssetJson {
   id: string;
   name: string;
@@ -39,7 +39,7 @@ export interface AssetJson {
 const PREVIEWABLE = /^(image|video|audio|text)\//;
 
 /**
- * `/api/view?type=…&filename=…[&subfolder=…]` for the preview target (spec document 3,
+ * `/api/view?type=…&filename=…[&subfolder=…]` for the preview target (
  * rule 2): its own file name and subfolder, the type from its tags. None when the target has
  * no input/output/temp tag or its content is missing; a record without preview_id previews
  * itself only when it is an image, video, audio or text file.
@@ -96,6 +96,6 @@ export function serializeAsset(view: AssetView, createdNew?: boolean): AssetJson
     updated_at: iso(row.updated_at),
     created_new: createdNew,
   };
-  // Unset fields are left out of the JSON (spec document 3, rule 4).
+  // Unset fields are left out of the JSON (rule 4).
   return Object.fromEntries(Object.entries(full).filter(([, v]) => v !== undefined && v !== null && v !== '')) as unknown as AssetJson;
 }

@@ -161,7 +161,7 @@ function notFound(id: string): ApiError {
 }
 
 /**
- * The asset registry (spec document 3, CONTRACT §10): content stored once per blake3 hash in
+ * The asset registry: content stored once per blake3 hash in
  * the blob store, records owned by a user, soft delete, tags and metadata filtering.
  */
 export class AssetService {

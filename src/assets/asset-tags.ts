@@ -75,7 +75,7 @@ export function rootTagOf(tags: readonly string[]): RootTag | undefined {
   return ROOT_TAGS.find((root) => tags.includes(root));
 }
 
-/** Client-created records land under `input` unless their tags already say where they live (CONTRACT §10). */
+/** Client-created records land under `input` unless their tags already say where they live. */
 export function withRootTag(tags: readonly string[]): string[] {
   return rootTagOf(tags) ? [...tags] : ['input', ...tags];
 }

@@ -1,6 +1,6 @@
 /**
  * Queries over a catalog model's capabilities. The types they answer come from the catalog
- * schema (schema.ts), the one description of spec document 3.
+ * schema (schema.ts), the one description of the catalog file.
  */
 import type { BaseModel, LanguageCapabilityFields, Voice } from './schema.ts';
 

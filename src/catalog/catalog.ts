@@ -1,5 +1,5 @@
 /**
- * Loading the model catalog (spec document 3): read the file, validate it, apply the
+ * Loading the model catalog: read the file, validate it, apply the
  * deployment's model overrides (GENGATE_CONFIG `models`), validate again, and derive each
  * model's live state (enabled, disabled_reason, disabled_until).
  */
@@ -123,7 +123,7 @@ function liveState(
   if (model.status === 'offline') {
     return { enabled: false, disabled_reason: override?.disabled_reason ?? 'model is offline' };
   }
-  // CONTRACT §1: once a providers config exists, models of providers it does not name are listed but disabled.
+  // Once a providers config exists, models of providers it does not name are listed but disabled.
   if (config.providers !== undefined && model.providerCode !== LOCAL_PROVIDER && !(model.providerCode in config.providers)) {
     return { enabled: false, disabled_reason: 'provider not configured' };
   }
@@ -160,7 +160,7 @@ export class Catalog {
 
   /**
    * The model a request naming none gets for `type`: GENGATE_CONFIG `default_models[type]`,
-   * else the first enabled model declaring it (CONTRACT §4), so any catalog file has one.
+   * else the first enabled model declaring it, so any catalog file has one.
    */
   defaultModel(type: CapabilityName): LiveModel | undefined {
     const configured = this.#defaults[type];

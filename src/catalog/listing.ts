@@ -1,6 +1,6 @@
 /**
- * The two model-list shapes of spec document 1: the platform item of GET /v1/models/list
- * (CONTRACT §9) and the compatibility item of GET /v1/models.
+ * The two model-list shapes: the platform item of GET /v1/models/list
+ * and the compatibility item of GET /v1/models.
  */
 import { createHash } from 'node:crypto';
 import type { LiveModel } from './catalog.ts';

@@ -1,20 +1,20 @@
 /**
- * The catalog file format of spec document 3 as one TypeBox schema: it is the JSON Schema
+ * The catalog file format as one TypeBox schema: it is the JSON Schema
  * (draft 2020-12) ajv checks a catalog against, and through `Static<>` the TypeScript types of
  * the catalog, its models and their capability values. `validateCatalog` turns ajv's errors
  * into one readable line per problem, each starting with the JSON path of the offending value.
  *
- * Objects whose fields the spec names are closed (additionalProperties false). The schema
+ * Objects whose fields the format names are closed (additionalProperties false). The schema
  * carries one annotation keyword of ours, `x-messages` (ajv keyword -> message), used to
  * word the error of a node better than ajv can (e.g. "must be an array of exactly 2 numbers").
  * Rules TypeBox has no builder for (`const`, if/then/else on the JSON type) are written as
  * plain JSON Schema in `Type.Unsafe` with the type they accept, so the schema ajv sees is
- * exactly the spec's and the static type still follows it.
+ * exactly the format's and the static type still follows it.
  */
 import { Ajv2020, type ErrorObject } from 'ajv/dist/2020.js';
 import { Type, type Static, type TObject, type TProperties, type TSchema, type TUnsafe } from 'typebox';
 
-/** Every capability name of spec document 3, in the spec's order. */
+/** Every capability name of the catalog format, in its documented order. */
 export const CAPABILITY_NAMES = [
   'audio_generate',
   'audio_understanding',
@@ -55,9 +55,9 @@ type Messages = { 'x-messages'?: Record<string, string> };
 const bool = Type.Boolean();
 const str = Type.String();
 const nonEmptyString = Type.String({ minLength: 1 });
-/** NNI in the spec. */
+/** NNI: a non-negative integer. */
 const nni = Type.Integer({ minimum: 0 });
-/** PI in the spec. */
+/** PI: a positive integer. */
 const pi = Type.Integer({ minimum: 1 });
 const nonNegativeNumber = Type.Number({ minimum: 0 });
 const numberRange = Type.Unsafe<[number, number]>(
@@ -307,7 +307,7 @@ const faceLimitRange = closedObject({ min: nni, max: nni });
 const model3dFields = {
   cross_provider_edit: opt(closedObject({ vendor3d_import_supported: opt(bool) })),
   ...fieldsOf(str, 'default_geometry_instruct_mode', 'default_output_format'),
-  /** Maximum face count per geometry quality (standard, detailed) and topology (CONTRACT §11). */
+  /** Maximum face count per geometry quality (standard, detailed) and topology. */
   face_limit_by_geometry_quality: opt(recordOf(closedObject({ triangle: opt(nni), quad: opt(nni) }), { minProperties: 1 })),
   face_limit_range: opt(faceLimitRange),
   /** Range per topology (triangle, quad) at standard or unset geometry quality. */
@@ -354,7 +354,7 @@ const model3dFields = {
 const meshEditOperation = closedObject({ supported: bool, supported_formats: opt(stringList), supported_texture_prompt_modes: opt(stringList) });
 
 const meshEditFields = {
-  /** Keys are operation names: segmentation, completion, smart_lowpoly, texture, convert, ... (CONTRACT §11). */
+  /** Keys are operation names: segmentation, completion, smart_lowpoly, texture, convert, ... */
   supported_operations: opt(recordOf(meshEditOperation, { minProperties: 1 })),
 };
 
@@ -433,7 +433,7 @@ const videoEnhanceFields = {
   max_file_size_mb: opt(nonNegativeNumber),
 };
 
-/** The field sets of spec document 3's "Schema by capability" table, by schema kind. */
+/** The field sets of each capability's schema, by schema kind. */
 const FIELDS_BY_KIND = {
   language: languageFields,
   embedding: embeddingFields,
@@ -451,7 +451,7 @@ const FIELDS_BY_KIND = {
   type_only: {},
 };
 
-/** The schema kinds of spec document 3's "Schema by capability" table. */
+/** The schema kinds of the capabilities. */
 export type CapabilitySchemaKind = keyof typeof FIELDS_BY_KIND;
 
 export const CAPABILITY_SCHEMA_KIND = {
@@ -510,7 +510,7 @@ const baseModelSchema = closedObject({
   providerCode: nonEmptyString,
   displayName: nonEmptyString,
   alias: nonEmptyString,
-  /** The upstream model or version string; for 3D it selects the family rules (CONTRACT §11). */
+  /** The upstream model or version string; for 3D it selects the family rules. */
   defaultRealModelName: nonEmptyString,
   modelTypes: Type.Array(capabilityNameSchema, { minItems: 1, uniqueItems: true }),
   iconPath: opt(nonEmptyString),
@@ -522,7 +522,7 @@ const baseModelSchema = closedObject({
   status: Type.Enum([...MODEL_STATUSES]),
 });
 
-/** The whole catalog file (spec document 3, "Catalog file"). */
+/** The whole catalog file ("Catalog file"). */
 export const catalogSchema = closedObject(
   {
     schemaVersion: constant(1),

@@ -1,6 +1,6 @@
 import type { ChatParams, ChatToolCall } from '../providers/spec.ts';
 
-/** The content-part types of spec document 1 (chat completions and the agent). */
+/** The content-part types of chat completions and the agent. */
 export const CONTENT_PART_TYPES = ['text', 'image_url', 'video_url', 'input_audio', 'audio_url', 'file_url', 'file'] as const;
 export const MESSAGE_ROLES = ['system', 'developer', 'user', 'assistant', 'tool'] as const;
 
@@ -31,7 +31,7 @@ export interface ChatInputMessage {
 export interface ChatCompletionInput extends ChatParams {
   model: string;
   messages: ChatInputMessage[];
-  /** Default true (spec document 1). */
+  /** Default true. */
   stream?: boolean;
   /** Names a stored conversation of the caller: its history is sent before `messages`, and the turn is stored. */
   conversationId?: string;

@@ -8,7 +8,7 @@ import type { ChatCompletionInput, ChatInputMessage } from './chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
 
-/** A chat model needs one of these types (CONTRACT §9: else 400 model_capability_mismatch). */
+/** A chat model needs one of these types (else 400 model_capability_mismatch). */
 const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
 /** Characters per token when a model reports no usage (OpenAI's rule of thumb for English). */
 const CHARS_PER_TOKEN = 4;
@@ -16,7 +16,7 @@ const NO_HISTORY: ChatMessage[] = [];
 
 export interface ChatServiceDeps {
   models: ChatModelRegistry;
-  /** The catalog model a request may use, or the contract's 404/400 (CONTRACT §9). */
+  /** The catalog model a request may use, or the contract's 404/400. */
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
   files: FileService;
   conversations: ConversationsRepo;

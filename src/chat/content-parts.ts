@@ -1,5 +1,5 @@
 /**
- * Content parts of chat messages (spec document 1, rules 1–3): the tolerated spellings
+ * Content parts of chat messages (rules 1–3): the tolerated spellings
  * normalised, base64 media uploaded to the file store and replaced by its URL, and media the
  * model cannot read turned into a plain-text link.
  */

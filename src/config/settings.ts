@@ -41,7 +41,7 @@ export const ModelOverride = Type.Object({
 }, { additionalProperties: false });
 export type ModelOverride = Static<typeof ModelOverride>;
 
-/** The task callback of spec document 1 (CONTRACT §6). */
+/** The task callback. */
 export const CallbackSettings = Type.Object({
   callback_url: Type.Optional(Type.String()),
   callback_secret: Type.Optional(Type.String()),
@@ -74,16 +74,16 @@ export const GengateConfig = Type.Object({
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
 
-/** Which parts of the gateway a process runs (CONTRACT §16). */
+/** Which parts of the gateway a process runs. */
 export const ROLES = ['all', 'api', 'worker'] as const;
 export type Role = (typeof ROLES)[number];
 
-/** Where uploads, task outputs and asset contents live (BLOB_STORE, CONTRACT §16). */
+/** Where uploads, task outputs and asset contents live (BLOB_STORE). */
 export type BlobStoreSettings =
   | { kind: 'fs' }
   | { kind: 's3'; bucket: string; endpoint: string | undefined; region: string; forcePathStyle: boolean };
 
-/** Every setting of the process, read from the environment once at boot (CONTRACT §1). */
+/** Every setting of the process, read from the environment once at boot. */
 export interface Settings {
   port: number;
   host: string;

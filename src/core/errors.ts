@@ -1,5 +1,5 @@
 /**
- * The one table of API errors (CONTRACT §3). Domain code throws ApiError with a code from
+ * The one table of API errors. Domain code throws ApiError with a code from
  * here; only the HTTP error plugin turns it into a body.
  */
 export const ERROR_TYPES = {
@@ -29,7 +29,7 @@ export const ERROR_CODES = {
   unsupported_content_type: 400,
   model_capability_mismatch: 400,
   model_disabled: 400,
-  // 3D request rules (CONTRACT §11).
+  // 3D request rules.
   multiview_front_required: 400,
   view_count_unsupported: 400,
   view_type_unsupported: 400,
@@ -64,7 +64,7 @@ export const ERROR_CODES = {
   task_failed: 502,
   upstream_error: 502,
   upstream_timeout: 504,
-  // Asset registry codes (CONTRACT §10 keeps ComfyUI's UPPER_SNAKE names).
+  // Asset registry codes (ComfyUI's UPPER_SNAKE names).
   INVALID_HASH: 400,
   INVALID_BODY: 400,
   INVALID_QUERY: 400,
@@ -101,7 +101,7 @@ export class ApiError extends Error {
     this.type = ERROR_TYPES[this.status];
   }
 
-  /** The body in one of the contract's shapes: §3 (`api`), §10 (`asset`) or the upload envelope (§8). */
+  /** The body in one of the three error shapes: the API's (`api`), the asset registry's (`asset`) or the upload envelope. */
   toBody(shape: ErrorShape): unknown {
     switch (shape) {
       case 'api':

@@ -3,7 +3,7 @@
  * contract (providers/spec.ts) and the wire format (tasks/task-record.ts) both use them.
  */
 
-/** DrawResponse.mediaSize. */
+/** The result's mediaSize. */
 export interface MediaSize {
   type: string;
   width: number;

@@ -1,4 +1,4 @@
-/** Task statuses and the one function every status change goes through (CONTRACT §5). */
+/** Task statuses and the one function every status change goes through. */
 
 export const TASK_STATUSES = ['submitted', 'started', 'process', 'success', 'failed', 'rejected', 'cancelled'] as const;
 export type TaskStatus = (typeof TASK_STATUSES)[number];

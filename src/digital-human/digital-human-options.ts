@@ -1,7 +1,7 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 
-/** The two lip-sync modes of spec document 1: some options exist in one mode only. */
+/** The two lip-sync modes: some options exist in one mode only. */
 export type DigitalHumanMode = 'lite' | 'basic';
 
 /** Upstream model names (catalog defaultRealModelName) of each mode. */

@@ -26,7 +26,7 @@ export interface OpenedFile {
 }
 
 /**
- * Temporary files served without a token under unguessable URLs (CONTRACT §8): uploads
+ * Temporary files served without a token under unguessable URLs: uploads
  * and generated outputs, deleted after the retention period.
  */
 export class FileService {

@@ -13,7 +13,7 @@ export const asyncHeaders = Type.Object({
   'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
 });
 
-/** Async mode when `x-async` or `async` (any case) is `true` or `1` (spec document 1). */
+/** Async mode when `x-async` or `async` (any case) is `true` or `1`. */
 function modeOf(request: FastifyRequest): 'sync' | 'async' {
   for (const name of ASYNC_HEADERS) {
     const value = request.headers[name];
@@ -45,14 +45,14 @@ export function generateFor(
   return generations.generate({ ...callerOf(request), ...call }, mode);
 }
 
-/** CONTRACT §4: the async submit body. */
+/** The async submit body. */
 export function asyncBody(task: TaskRow): { task_id: string; request_id: string; status: 'submitted' } {
   return { task_id: task.id, request_id: task.request_id, status: 'submitted' };
 }
 
 /**
- * Answers a generation call (CONTRACT §4): the async body (200, or 202 when a sync wait ran
- * out), the DrawResponse of a finished task plus `extra(draw)` fields, or the error of a task
+ * Answers a generation call: the async body (200, or 202 when a sync wait ran
+ * out), the result of a finished task plus `extra(draw)` fields, or the error of a task
  * that failed (502 task_failed) or was rejected (422 task_rejected), each with its task_id.
  */
 export function sendOutcome(reply: FastifyReply, outcome: GenerationOutcome, extra: (draw: DrawResponse) => Record<string, unknown> = () => ({})): FastifyReply {

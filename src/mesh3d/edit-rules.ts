@@ -56,7 +56,7 @@ export const EDIT_RULES: Record<EditOperation, EditRule> = {
   completion: { sources: ['segmentation'], partNames: true },
   smart_lowpoly: { sources: [...GENERATION_OPERATIONS, ...MODEL_EDITS], partNames: true, defaults: { bake: true } },
   texture: {
-    // Segmented results count too: their part names are meant for texturing (spec document 2).
+    // Segmented results count too: their part names are meant for texturing.
     sources: [...GENERATION_OPERATIONS, 'texture', 'segmentation', 'completion', 'smart_lowpoly'],
     refuseSource: (s) =>
       (GENERATION_OPERATIONS as readonly string[]).includes(s.operation) && s.base.version !== undefined && s.base.version < 2
@@ -124,7 +124,7 @@ export const RIGGING_VERSIONS: Record<string, { bipedOnly: boolean }> = {
   'v1.0-20240301': { bipedOnly: true },
 };
 
-/** Smart low-poly face limits when the model says nothing narrower (spec document 2). */
+/** Smart low-poly face limits when the model says nothing narrower. */
 export const LOWPOLY_FACE_LIMITS = { triangle: [1000, 20_000], quad: [500, 10_000] } as const;
 /** Family A's re-topology also takes these levels. */
 export const LOWPOLY_FACE_LEVELS: readonly string[] = ['high', 'medium', 'low'];

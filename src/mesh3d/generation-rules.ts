@@ -1,7 +1,7 @@
 /**
  * Spec document 2's generation tables as data: which fields each family accepts, its face-limit
  * ranges, view sets, texture rules and defaults. validate-generation.ts reads them, after the
- * model's capabilities, which win wherever they speak (CONTRACT §11).
+ * model's capabilities, which win wherever they speak.
  */
 import type { Model3dCapabilityFields } from '../catalog/schema.ts';
 import type { FamilyKey, Mesh3dFamily, RodinTier } from './mesh3d-family.ts';

@@ -1,5 +1,5 @@
 /**
- * Image inputs of 3D requests (spec document 2's file object, view images and the legacy
+ * Image inputs of 3D requests (the file object, view images and the legacy
  * four-slot form): each checked against the model's limits and turned into one reference an
  * engine reads with `RunContext.readInput`, kept in the file object's `url`.
  */

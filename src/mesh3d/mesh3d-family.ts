@@ -1,16 +1,16 @@
 /**
  * The 3D model family of a catalog model, read from its providerCode and defaultRealModelName
- * (CONTRACT §11), so any catalog file drives the same rules as the built-in one.
+ * so any catalog file drives the same rules as the built-in one.
  */
 
-/** Rule sets of spec document 2's family table; `generic` is a model no row describes (capabilities only). */
+/** Rule sets of the 3D model families; `generic` is a model no row describes (capabilities only). */
 export type FamilyKey = 'A-pro-3.0' | 'A-pro-3.1' | 'A-fast' | 'B-2' | 'B-2.5' | 'C-H' | 'C-P1' | 'C-legacy' | 'D-3.1' | 'D-P1' | 'generic';
 
 export type RodinTier = 'extra-low' | 'low' | 'medium' | 'high' | 'extra-high';
 
 export interface Mesh3dFamily {
   key: FamilyKey;
-  /** The family letter of spec document 2; undefined for `generic`. */
+  /** The family letter; undefined for `generic`. */
   letter?: 'A' | 'B' | 'C' | 'D';
   /** Major.minor version where the family has one (A 3.0, C legacy 1.0, B 2.5); P1 has none. */
   version?: number;

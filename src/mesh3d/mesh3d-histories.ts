@@ -17,7 +17,7 @@ import type { RigSpec } from './edit-rules.ts';
 import { familyOf } from './mesh3d-family.ts';
 import type { EditSource } from './validate-edit.ts';
 
-/** DrawResponse.type of every 3D task. */
+/** The result type of every 3D task. */
 export const MESH3D_OUTPUT_TYPE = '3d';
 
 /** Whether an endpoint is a 3D generation or edit (`mesh3d.generate.<kind>`, `mesh3d.edit.<op>`). */

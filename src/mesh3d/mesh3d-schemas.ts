@@ -1,5 +1,5 @@
 /**
- * Request bodies of the /v1/mesh3d endpoints (spec document 2), one schema per body. The
+ * Request bodies of the /v1/mesh3d endpoints, one schema per body. The
  * route checks types and enums with them (and documents them in OpenAPI); what depends on the
  * chosen model is checked by the family rules and capabilities afterwards.
  */
@@ -193,7 +193,7 @@ export const StylizeBody = Type.Object({
   block_size: Type.Optional(Type.Integer({ minimum: 32, maximum: 128, description: 'blockgame only; default 80' })),
 }, { additionalProperties: false });
 
-/** Edit operations: CONTRACT §11's operation keys, the endpoint path segment and the body. */
+/** Edit operations: the operation keys, the endpoint path segment and the body. */
 export const EDIT_OPERATIONS = {
   segmentation: { path: 'segmentation', body: SegmentationBody },
   completion: { path: 'completion', body: CompletionBody },

@@ -1,5 +1,5 @@
 /**
- * The /v1/mesh3d calls (spec document 2): validate against the model and the source history,
+ * The /v1/mesh3d calls: validate against the model and the source history,
  * submit an asynchronous task through the generation pipeline, record its history and material.
  */
 import type { AssetService } from '../assets/asset-service.ts';
@@ -64,7 +64,7 @@ export class Mesh3dService {
     // The model is checked before the source, so a wrong alias is named even for an unknown history.
     const named = body.model !== undefined ? this.editModel(body.model, op) : undefined;
     const source = await this.histories.source(caller.ownerId, body.history_id);
-    // Retargeting without a model uses the rig's (spec document 2).
+    // Retargeting without a model uses the rig's.
     const { model, operation } = named ?? this.editModel(source.edit.model, op);
     const input = await validateEdit(op, body, model, operation, source.edit, { ownerId: caller.ownerId, files: this.files });
     const task = await this.submit(caller, `mesh3d.edit.${op}`, 'mesh_edit', model, input);
@@ -78,7 +78,7 @@ export class Mesh3dService {
   }
 
   private async submit(caller: GenerationCaller, endpoint: string, capability: 'mesh_edit' | (typeof GENERATION_CAPABILITY)[GenerationKind], model: LiveModel, input: Record<string, unknown>) {
-    // Every 3D call is asynchronous (spec document 2): the task is queued and its id answered.
+    // Every 3D call is asynchronous: the task is queued and its id answered.
     const outcome = await this.deps.generations.generate(
       { ...caller, endpoint, capabilities: [capability], outputType: MESH3D_OUTPUT_TYPE, model: model.alias, input },
       'async',

@@ -1,5 +1,5 @@
 /**
- * Checks an edit request against its model, its source history and spec document 2's edit
+ * Checks an edit request against its model, its source history and the 3D edit
  * tables. Answers the task input: the request without `model`, normalized (defaults, aliases
  * such as enable_texture folded into texture), plus `source` describing the history edited.
  */

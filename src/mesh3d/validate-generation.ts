@@ -1,6 +1,6 @@
 /**
  * Checks a generation request against its model: the model's live capabilities where they
- * speak, spec document 2's family tables where they are silent (CONTRACT §11). Answers the
+ * speak, the 3D family tables where they are silent. Answers the
  * task input: the request without `model`, files resolved, the family's defaults applied.
  */
 import type { LiveModel, Model3dCapabilityFields } from '../catalog/catalog.ts';
@@ -56,8 +56,8 @@ function characters(text: string): number {
 
 /**
  * The face-limit range for the request's topology, geometry quality and smart low-poly setting:
- * the spec's smart-low-poly ranges first, then the capabilities (by topology, then general),
- * then the family table; the quality maximum replaces the maximum (CONTRACT §11).
+ * the documented smart-low-poly ranges first, then the capabilities (by topology, then general),
+ * then the family table; the quality maximum replaces the maximum.
  */
 export function faceLimitRange(caps: Model3dCapabilityFields, table: FaceLimitTable | undefined, topology: Topology, quality: string, smartLowPoly: boolean): Range | undefined {
   if (smartLowPoly && table?.smartLowPoly) return table.smartLowPoly[topology];
@@ -75,7 +75,7 @@ export function faceLimitRange(caps: Model3dCapabilityFields, table: FaceLimitTa
 function checkFaceLimit(input: Input, caps: Model3dCapabilityFields, rules: FamilyRules): void {
   const value = input.face_limit;
   if (value === undefined) return;
-  // A v3.0's low-poly mode ignores face_limit (spec document 2): it is not passed on.
+  // A v3.0's low-poly mode ignores face_limit: it is not passed on.
   if (rules.lowPolyMode && input.smart_low_poly === true) {
     delete input.face_limit;
     return;

@@ -23,7 +23,7 @@ export type AdapterFactory = (ctx: AdapterContext) => GenerationEngine;
 
 /**
  * A URL an upstream can fetch for a reference in a request. http(s) URLs, the gateway's own file
- * URLs among them (public, CONTRACT §8), go as they are; a data URI or an asset hash is read and
+ * URLs among them (public), go as they are; a data URI or an asset hash is read and
  * published as a gateway file first.
  */
 export async function fetchableUrl(ref: string, ctx: RunContext, fallbackName: string): Promise<string> {

@@ -1,6 +1,6 @@
 /** One request field an upstream takes, under the upstream's name for it. */
 export interface FieldRule {
-  /** The gateway's field (spec document 1 name). */
+  /** The gateway's field (its API name). */
   from: string;
   /** The upstream's field. */
   to: string;

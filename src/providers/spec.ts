@@ -90,7 +90,7 @@ export class TaskFailedError extends Error {
 
 /** Something that runs generation tasks: the built-in `local` engine, a workflow engine, an upstream API. */
 export interface GenerationEngine {
-  /** Built-in engines can stop a running task; external API providers cannot (spec document 1). */
+  /** Built-in engines can stop a running task; external API providers cannot. */
   readonly cancellable: boolean;
   /** Checks a job before it starts; throws TaskRejectedError to refuse it. */
   check?(job: GenerationJob): void | Promise<void>;

@@ -21,7 +21,7 @@ export interface UpstreamTaskApi<Ref extends Record<string, unknown>> {
 }
 
 export interface UpstreamTaskEngineOptions {
-  /** Built-in workflow engines can stop a task; external APIs cannot (spec document 1). */
+  /** Built-in workflow engines can stop a task; external APIs cannot. */
   cancellable: boolean;
   pollIntervalMs: number;
   /** A task still running upstream after this long fails. */

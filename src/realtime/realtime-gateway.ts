@@ -48,7 +48,7 @@ const MAX_QUERY_VALUE_LENGTH = 200;
 /** Tasks whose newest version is remembered to drop late or repeated updates; the oldest are forgotten first. */
 const MAX_TRACKED_TASKS = 100_000;
 
-/** The realtime WebSocket gateway (CONTRACT §7) over the `ws` package, fed by the bus's task updates. */
+/** The realtime WebSocket gateway over the `ws` package, fed by the bus's task updates. */
 export function createRealtimeGateway(opts: RealtimeGatewayOptions): RealtimeGateway {
   const logger = opts.logger;
   const wss = new WebSocketServer({ noServer: true, clientTracking: false, maxPayload: MAX_MESSAGE_BYTES });

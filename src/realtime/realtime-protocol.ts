@@ -2,12 +2,12 @@ import { Type, type Static } from 'typebox';
 import { Compile } from 'typebox/compile';
 import type { TaskStatusRecord } from '../tasks/task-record.ts';
 
-/** The one protocolVersion the handshake accepts (spec document 1, Versioning). */
+/** The one protocolVersion the handshake accepts (Versioning). */
 export const PROTOCOL_VERSION = '1.0';
 
 export const AUTH_METHODS = ['bearer', 'ws_ticket'] as const;
 
-/** Close codes of a failed handshake (CONTRACT §7); session.error carries the same number as `code`. */
+/** Close codes of a failed handshake; session.error carries the same number as `code`. */
 export const CLOSE_CODES = {
   /** A message out of order, malformed, or with an unknown protocolVersion. */
   badMessage: 4400,

@@ -10,7 +10,7 @@ export interface RealtimeServer {
 
 /**
  * The gateway's own port (REALTIME_PORT): a plain WebSocket server where every path upgrades,
- * as spec document 1 describes a direct connection. Plain HTTP requests get 426.
+ * as a direct connection works. Plain HTTP requests get 426.
  */
 export async function startRealtimeServer(gateway: RealtimeGateway, opts: { host: string; port: number }): Promise<RealtimeServer> {
   const server = http.createServer((_req, res) => {

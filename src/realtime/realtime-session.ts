@@ -64,7 +64,7 @@ class CommandRejected extends Error {
 type AfterAccepted = (() => void) | undefined;
 
 /**
- * One WebSocket connection: the handshake of spec document 1 (challenge, initialize,
+ * One WebSocket connection: the handshake (challenge, initialize,
  * authenticate, ready), then text ping/pong, commands and task pushes.
  */
 export class RealtimeSession {

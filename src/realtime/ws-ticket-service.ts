@@ -3,7 +3,7 @@ import { hashToken } from '../auth/tokens.ts';
 import { newSecret } from '../core/ids.ts';
 import type { WsTicketsRepo } from '../storage/repos/ws-tickets-repo.ts';
 
-/** How long a ticket can be presented, in seconds (CONTRACT §7: `expires_in: 60`). */
+/** How long a ticket can be presented, in seconds (`expires_in: 60`). */
 export const WS_TICKET_TTL_S = 60;
 const TICKET_PREFIX = 'wst-';
 /** Expired tickets are swept at most this often, on the way of issuing new ones. */

@@ -127,7 +127,7 @@ export interface TaskRow {
   /** Catalog alias (or workflow name) the request named. */
   model: string;
   provider: string;
-  /** DrawResponse.type: image, audio, video, text, 3d or file. */
+  /** The result type: image, audio, video, text, 3d or file. */
   output_type: string;
   /** 1 when run by a built-in engine (cancellable), 0 for an external API provider. */
   cancellable: number;
@@ -204,7 +204,7 @@ export interface WsTicketRow {
   expires_at: number;
 }
 
-/** A 3D history: one generation or edit, the source later edits name (spec document 2). */
+/** A 3D history: one generation or edit, the source later edits name. */
 export interface Mesh3dHistoryRow {
   id: string;
   owner_id: string;
@@ -218,7 +218,7 @@ export interface Mesh3dHistoryRow {
   model: string;
   provider: string;
   model_version: string;
-  /** Provider and version of the generation at the root of the chain (its family rules, CONTRACT §11). */
+  /** Provider and version of the generation at the root of the chain (its family rules). */
   base_provider: string;
   base_model_version: string;
   /** The task's status, copied when the task changes (and on read, so a missed change is caught up). */

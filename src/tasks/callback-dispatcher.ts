@@ -36,7 +36,7 @@ export interface DeliveryHistory {
 }
 
 /**
- * Sends the callback outbox (CONTRACT §6): every task status update the task service stored
+ * Sends the callback outbox: every task status update the task service stored
  * is POSTed to the callback address, each task's updates in order and one at a time, many
  * tasks in parallel. Wakes on task events and on a short poll; all state is in the database,
  * so what was due when a process stopped goes out from the next one.
@@ -243,7 +243,7 @@ export class CallbackDispatcher {
   }
 }
 
-/** Only 200 counts as delivered (CONTRACT §6); the n-th failed try waits retryDelays[n-1], past the last it gives up. */
+/** Only 200 counts as delivered; the n-th failed try waits retryDelays[n-1], past the last it gives up. */
 function outcomeOf(response: CallbackResponse, attemptNumber: number, retryDelays: readonly number[], now: number): DeliveryOutcome {
   if ('status' in response && response.status === 200) return { state: 'delivered' };
   const delay = retryDelays[attemptNumber - 1];

@@ -19,7 +19,7 @@ export interface GenerationRequest extends GenerationCaller {
   endpoint: string;
   /** The model must declare one of these capability types. */
   capabilities: readonly CapabilityName[];
-  /** DrawResponse.type of the outputs. */
+  /** The result type of the outputs. */
   outputType: string;
   /** Catalog alias or workflow name; absent: the catalog's default model for the first capability. */
   model?: string;
@@ -44,7 +44,7 @@ export class GenerationService {
     private readonly deps: { catalog: Catalog; engines: EngineRegistry; tasks: TaskService; syncTimeoutMs: number },
   ) {}
 
-  /** The catalog model (or else the workflow) a request may use, or the contract's 404/400 (CONTRACT §9). */
+  /** The catalog model (or else the workflow) a request may use, or the contract's 404/400. */
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel {
     const model = this.deps.catalog.find(alias) ?? this.deps.engines.findModel?.(alias);
     if (!model) throw new ApiError('model_not_found', `unknown model ${alias}`, 'model');
@@ -55,7 +55,7 @@ export class GenerationService {
     return model;
   }
 
-  /** The alias of the model serving a request that names none (CONTRACT §4). */
+  /** The alias of the model serving a request that names none. */
   private defaultAlias(capability: CapabilityName): string {
     const model = this.deps.catalog.defaultModel(capability);
     if (!model) throw new ApiError('model_not_found', `no model given, and no enabled catalog model can do ${capability}`, 'model');

@@ -25,7 +25,7 @@ export interface TaskResult {
   extra?: Record<string, unknown>;
 }
 
-/** DrawResponse: the `data` of queue_status and the body of a synchronous generation reply. */
+/** A task's result: the `data` of queue_status and the body of a synchronous generation reply. */
 export interface DrawResponse {
   task_id: string;
   request_id: string;
@@ -55,7 +55,7 @@ export interface QueueStatus {
   progress: number;
 }
 
-/** The task status record of spec document 1: the result body, the callback body, the realtime push. */
+/** The task status record: the result body, the callback body, the realtime push. */
 export interface TaskStatusRecord {
   queue_status: QueueStatus;
   node_status?: NodeStatus;
@@ -70,7 +70,7 @@ export function parseResult(row: Pick<TaskRow, 'result'>): TaskResult {
   return row.result ? (JSON.parse(row.result) as TaskResult) : {};
 }
 
-/** DrawResponse of a task with its parsed result; `queue` (its position while waiting) only when known. */
+/** The result of a task with its parsed output; `queue` (its position while waiting) only when known. */
 function drawResponseOf(row: TaskRow, result: TaskResult, queue?: number): DrawResponse {
   const outputs = result.output_content ?? [];
   return {

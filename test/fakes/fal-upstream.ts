@@ -1,5 +1,5 @@
 /**
- * A fake fal.ai queue hosting Tripo (research/mesh3d-upstreams.md §4): `Authorization: Key …`,
+ * A fake fal.ai queue hosting Tripo: `Authorization: Key …`,
  * POST /{endpoint id} answering request_id with status/response/cancel URLs under the shorter
  * `{owner}/{app}` path, GET …/requests/{id}/status (IN_QUEUE, IN_PROGRESS, COMPLETED), GET
  * …/requests/{id} with model_mesh, model_urls and rendered_image; 422 with `detail` for bad input.

@@ -1,5 +1,5 @@
 /**
- * A fake Tencent Cloud ai3d endpoint (research/mesh3d-upstreams.md §3): POST / with JSON, the
+ * A fake Tencent Cloud ai3d endpoint: POST / with JSON, the
  * action in X-TC-Action, TC3-HMAC-SHA256 signatures checked against the secret key, replies as
  * `{Response: {…, RequestId}}` and errors as `Response.Error` inside HTTP 200; Pro, Rapid,
  * face-reduction and texture jobs with WAIT/RUN/FAIL/DONE and ResultFile3Ds.

@@ -1,5 +1,5 @@
 /**
- * A fake Hyper3D Rodin API (research/mesh3d-upstreams.md §2): Bearer key, POST /rodin as
+ * A fake Hyper3D Rodin API: Bearer key, POST /rodin as
  * multipart (booleans as strings, repeated `images` parts), 201 with `uuid` and
  * `jobs.subscription_key` (or an `error` inside the 201), POST /status with per-job
  * Waiting/Generating/Done/Failed, POST /download listing the model and preview.webp.

@@ -1,5 +1,5 @@
 /**
- * A fake Tripo V2 OpenAPI built from research/mesh3d-upstreams.md §1: Bearer tsk_ keys, the
+ * A fake Tripo V2 OpenAPI: Bearer tsk_ keys, the
  * `{code, data}` envelope, POST /task with the task types and version strings, GET /task/{id}
  * with queued/running/success/failed states, output URLs (plus the `result` objects), STS upload
  * to an S3 path whose SigV4 signature it checks, and import_model. Records every request.

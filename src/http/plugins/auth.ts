@@ -18,7 +18,7 @@ function bearerOf(request: FastifyRequest): string | undefined {
   return match ? match[1] : undefined;
 }
 
-/** Bearer auth on /v1, /api, /upload (API tokens) and /admin (the admin token only), CONTRACT §2. */
+/** Bearer auth on /v1, /api, /upload (API tokens) and /admin (the admin token only). */
 export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', (request, _reply, done) => {

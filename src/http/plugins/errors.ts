@@ -38,7 +38,7 @@ function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
     const where = param ?? (context === 'body' ? 'request body' : context);
     error = new ApiError('invalid_parameter', `${where} ${first.message ?? 'is invalid'}${allowed}`, param);
   }
-  // The asset registry keeps ComfyUI's two validation codes (CONTRACT §10); the field goes in details.
+  // The asset registry keeps ComfyUI's two validation codes; the field goes in details.
   if (shape === 'asset') return new ApiError(context === 'querystring' ? 'INVALID_QUERY' : 'INVALID_BODY', error.message, error.param);
   return error;
 }
@@ -92,7 +92,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
   return reply.code(error.status).type('application/json; charset=utf-8').send(error.toBody(errorShapeOf(request)));
 }
 
-/** The only place errors become bodies (CONTRACT §3 and §10). */
+/** The only place errors become bodies. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
     const error = toApiError(err, errorShapeOf(request));

@@ -21,7 +21,7 @@ const nullable = <T extends Parameters<typeof Type.Union>[0][number]>(schema: T)
 
 const security = [{ bearer: [] }];
 
-/** Admin API (CONTRACT §2): tokens and the task callback setting. */
+/** Admin API: tokens and the task callback setting. */
 export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/admin/tokens', {
     schema: {

@@ -184,7 +184,7 @@ function lastField(fields: Map<string, string[]>, name: string): string | undefi
   return value ? value : undefined;
 }
 
-/** The asset registry (spec document 3, CONTRACT §10): /api/assets, /api/tags, /api/view, /upload/image. */
+/** The asset registry: /api/assets, /api/tags, /api/view, /upload/image. */
 export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { assets } = services;
 

@@ -7,7 +7,7 @@ import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
 
-/** The music weights: 0 to 1 with at most two decimals (spec document 1, limits). */
+/** The music weights: 0 to 1 with at most two decimals (limits). */
 const MUSIC_WEIGHTS = ['styleWeight', 'weirdnessConstraint', 'audioWeight'] as const;
 const musicWeight = (description: string) => Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: `${description}; 0 to 1, two decimals` }));
 
@@ -80,13 +80,13 @@ function checkSpeech(body: Static<typeof SpeechBody>, model: LiveModel): void {
   }
 }
 
-/** Music (Suno-style) and speech synthesis (MiniMax-style); sync by default, async with x-async (spec document 1). */
+/** Music (Suno-style) and speech synthesis (MiniMax-style); sync by default, async with x-async. */
 export const audioRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/song/generations', {
     schema: {
       tags: ['generation'],
       summary: 'Generate a song; waits for the result unless x-async is set',
-      description: 'Sync: the DrawResponse (output: one MP3 URL). Async: `{task_id, request_id, status}`.',
+      description: 'Sync: the task result (output: one MP3 URL). Async: `{task_id, request_id, status}`.',
       security,
       headers: asyncHeaders,
       body: SongBody,
@@ -108,7 +108,7 @@ export const audioRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: {
       tags: ['generation'],
       summary: 'Synthesize speech; waits for the result unless x-async is set',
-      description: 'Sync: the DrawResponse (output: one audio URL, MP3 unless `format` says otherwise). Async: `{task_id, request_id, status}`.',
+      description: 'Sync: the task result (output: one audio URL, MP3 unless `format` says otherwise). Async: `{task_id, request_id, status}`.',
       security,
       headers: asyncHeaders,
       body: SpeechBody,

@@ -117,7 +117,7 @@ const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
   reasoning_effort: Type.Optional(Type.String()),
 }, { additionalProperties: true }));
 
-/** POST /v1/chat/completions (spec document 1, CONTRACT §4): OpenAI's chat API, streaming by default. */
+/** POST /v1/chat/completions: OpenAI's chat API, streaming by default. */
 export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/chat/completions', {
     schema: {

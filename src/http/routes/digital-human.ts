@@ -29,13 +29,13 @@ const GenerationBody = Type.Object({
   align_audio_reverse: Type.Optional(Type.Boolean({ description: 'Lite only; needs align_audio: loop forwards then backwards' })),
 }, { additionalProperties: false });
 
-/** Digital humans (spec document 1): a resource made from a source video, then lip-synced videos of it. */
+/** Digital humans: a resource made from a source video, then lip-synced videos of it. */
 export const digitalHumanRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/digital-human/create', {
     schema: {
       tags: ['generation'],
       summary: 'Create a digital-human resource from a video; waits for it unless x-async is set',
-      description: 'Sync: the DrawResponse fields plus `resource_id`; the result\'s output_content has `{type: "text", content: <resource id>, role: "resource_id"}` and the source video, kept as an asset. Async: `{task_id, request_id, status}`.',
+      description: 'Sync: the task result fields plus `resource_id`; the result\'s output_content has `{type: "text", content: <resource id>, role: "resource_id"}` and the source video, kept as an asset. Async: `{task_id, request_id, status}`.',
       security,
       headers: asyncHeaders,
       body: CreateBody,
@@ -59,7 +59,7 @@ export const digitalHumanRoutes = (services: AppServices): FastifyPluginAsyncTyp
     schema: {
       tags: ['generation'],
       summary: 'Lip-sync a digital human to an audio track; waits for the video unless x-async is set',
-      description: 'Lite-only options (templ_start_seconds, align_audio, align_audio_reverse) on a Basic model, or open_scenedet on a Lite model, are 400 unsupported_parameter. Sync: the DrawResponse fields (type video).',
+      description: 'Lite-only options (templ_start_seconds, align_audio, align_audio_reverse) on a Basic model, or open_scenedet on a Lite model, are 400 unsupported_parameter. Sync: the task result fields (type video).',
       security,
       headers: asyncHeaders,
       body: GenerationBody,

@@ -48,7 +48,7 @@ function defaultName(id: string, mimeType: string): string {
   return ext && mimeType !== 'application/octet-stream' ? `${id}.${ext}` : id;
 }
 
-/** POST /v1/files/upload and the public /files/… URLs (spec document 1, CONTRACT §8). */
+/** POST /v1/files/upload and the public /files/… URLs. */
 export const fileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { files, settings } = services;
 

@@ -24,7 +24,7 @@ export function checkImageSize(size: string | undefined): void {
   if (sides?.some((side) => side > MAX_IMAGE_SIDE)) throw new ApiError('invalid_parameter', `size ${size} is too large: each side is at most ${MAX_IMAGE_SIDE}`, 'size');
 }
 
-/** The OpenAI images fields the image endpoints add to the DrawResponse (CONTRACT §4). */
+/** The OpenAI images fields the image endpoints add to a task's result. */
 export function openAiImageFields(draw: DrawResponse): { created: number; data: { url: string }[] } {
   return { created: Math.floor((draw.finished_at ?? Date.now()) / 1000), data: draw.output.map((url) => ({ url })) };
 }
@@ -47,13 +47,13 @@ const LegacyGenerationBody = Type.Object({
   model: Type.Optional(Type.String({ minLength: 1, description: 'default: GENGATE_CONFIG default_models.image_generate, else the first enabled catalog model with image_generate' })),
 }, { additionalProperties: false });
 
-/** Image generation and the deprecated workflow submit (spec document 1, CONTRACT §4). */
+/** Image generation and the deprecated workflow submit. */
 export const generationRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/images/generations', {
     schema: {
       tags: ['generation'],
       summary: 'Generate images; waits for the result unless x-async is set',
-      description: 'Sync: the DrawResponse fields plus `created` and `data: [{url}]`; 202 with the async body past SYNC_TIMEOUT_MS. Async: `{task_id, request_id, status}`.',
+      description: 'Sync: the task result fields plus `created` and `data: [{url}]`; 202 with the async body past SYNC_TIMEOUT_MS. Async: `{task_id, request_id, status}`.',
       security,
       headers: asyncHeaders,
       body: ImagesGenerationBody,

@@ -14,7 +14,7 @@ import { checkImageSize, ImageOutputFields, openAiImageFields } from './generati
 const MAX_EDIT_IMAGES = 16;
 const ACCEPTED_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.webp']);
 const ACCEPTED_TYPES: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
-/** `image[]` as the spec names it; `image` and `image[0]`… as clients also send it. */
+/** `image[]` as the API names it; `image` and `image[0]`… as clients also send it. */
 const IMAGE_PART = /^image(\[\d*\])?$/;
 
 const ImageRef = Type.String({ minLength: 1, description: 'a URL (from /v1/files/upload, or http(s)), a data URI or an asset hash blake3:<hex>' });
@@ -109,7 +109,7 @@ async function readEditForm(request: FastifyRequest, files: FileService, maxByte
   return form;
 }
 
-/** POST /v1/images/edits: multipart with image files, or JSON with image URLs (spec document 1, CONTRACT §4). */
+/** POST /v1/images/edits: multipart with image files, or JSON with image URLs. */
 export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { files, settings, generations } = services;
   // Multipart text fields are text, like a query string: checked against the same field

@@ -13,7 +13,7 @@ const GenerationReply = Type.Object({ material_id: Type.String(), task_id: Type.
 const EditReply = Type.Object({ material_id: Type.String(), task_id: Type.String(), history_id: Type.String() });
 const ASYNC_NOTE = 'Always asynchronous: read the result with GET /v1/ai/result/{task_id}, the callback or the realtime gateway.';
 
-/** 3D generation and editing (spec document 2). */
+/** 3D generation and editing. */
 export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const mesh3d = new Mesh3dService({
     db: services.db,

@@ -6,11 +6,11 @@ import { toCompatItem, toPlatformItem } from '../../catalog/listing.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
-/** Types the listing accepts: the catalog's capability names plus the listing-only ones of spec document 1. */
+/** Types the listing accepts: the catalog's capability names plus the listing-only ones. */
 const LISTING_TYPES: readonly string[] = [...CAPABILITY_NAMES, 'video_edit'];
 const listingTypes = new Set(LISTING_TYPES);
 
-/** GET /v1/models and /v1/models/list (spec document 1, CONTRACT §9). */
+/** GET /v1/models and /v1/models/list. */
 export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { catalog } = services;
   // The catalog is fixed once loaded, so each answer is serialized once and reused.

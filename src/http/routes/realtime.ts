@@ -2,7 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import type { AppServices } from '../services.ts';
 
-/** POST /v1/realtime/tickets (CONTRACT §7): a single-use credential for session.authenticate. */
+/** POST /v1/realtime/tickets: a single-use credential for session.authenticate. */
 export const realtimeRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/realtime/tickets', {
     schema: {

@@ -18,7 +18,7 @@ const raw = (schema: Schema): TSchema => schema as TSchema;
 /** Request ids as the access log accepts them in x-request-id. */
 const REQUEST_ID = '^[\\w.:-]{1,128}$';
 const MAX_IMAGES = 16;
-/** Fields of the multipart form that carry JSON (spec document 1). */
+/** Fields of the multipart form that carry JSON. */
 const JSON_FIELDS = ['userMessage', 'skill_options'] as const;
 const BOOLEAN_FIELDS = ['stream', 'useGlobalMainAgent'] as const;
 
@@ -131,7 +131,7 @@ async function readForm(request: FastifyRequest, files: FileService, maxBytes: n
 }
 
 /**
- * POST /v1/responses, the agent stream (spec document 1), and its cancel (CONTRACT §4).
+ * POST /v1/responses, the agent stream, and its cancel.
  * Validation failures answer the contract's JSON error before the stream starts; later
  * failures are `error` events (after response.failed and response.error in knowledge-base
  * mode); every stream ends with `data: [DONE]`.
@@ -149,7 +149,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
     return body as unknown as ResponsesInput;
   }
 
-  /** The body with a JSON-string input read as its messages (spec document 1, input forms). */
+  /** The body with a JSON-string input read as its messages (input forms). */
   function withParsedInput(body: Record<string, unknown>): ResponsesInput {
     const messages = typeof body.input === 'string' ? parseJsonInput(body.input) : undefined;
     return messages ? checked({ ...body, input: messages }) : (body as unknown as ResponsesInput);

@@ -5,7 +5,7 @@ import type { AppServices } from '../services.ts';
 const security = [{ bearer: [] }];
 const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) });
 
-/** GET /v1/ai/result/:taskId and GET /v1/ai/cancel/:taskId (CONTRACT §4–5). */
+/** GET /v1/ai/result/:taskId and GET /v1/ai/cancel/:taskId . */
 export const taskRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/v1/ai/result/:taskId', {
     schema: { tags: ['tasks'], summary: 'The task status record of one of your tasks', security, params: TaskParams },

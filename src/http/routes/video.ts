@@ -114,13 +114,13 @@ function checkContent(content: VideoContentItem[]): readonly CapabilityName[] {
   return ['video_generate', 'omni_video'];
 }
 
-/** Video generation (spec document 1): text-to-video, image-to-video, video reference and edit, subjects. */
+/** Video generation: text-to-video, image-to-video, video reference and edit, subjects. */
 export const videoRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.post('/v1/video/generations', {
     schema: {
       tags: ['generation'],
       summary: 'Generate a video; waits for the result unless x-async is set',
-      description: 'Sync: the DrawResponse fields (type video). Async: `{task_id, request_id, status}`. Defaults (aspect_ratio adaptive, resolution 720p, duration 5, seed -1, watermark and camerafixed false) are stored with the task input.',
+      description: 'Sync: the task result fields (type video). Async: `{task_id, request_id, status}`. Defaults (aspect_ratio adaptive, resolution 720p, duration 5, seed -1, watermark and camerafixed false) are stored with the task input.',
       security,
       headers: asyncHeaders,
       body: VideoGenerationBody,

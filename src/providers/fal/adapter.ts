@@ -11,7 +11,7 @@ type FalRef = { provider: string; task_id: string; status_url: string; response_
 /**
  * fal.ai's queue for hosted Tripo (family D): POST {queue}/{endpoint id} with `Authorization:
  * Key …`, then the status and response URLs the submit answered. Images go by public URL.
- * External API: not cancellable (CONTRACT §5), though fal's queue could cancel.
+ * External API: not cancellable, though fal's queue could cancel.
  */
 export const falAdapter: AdapterFactory = (ctx) => {
   const baseURL = ctx.baseURL ?? DEFAULT_BASE_URL;

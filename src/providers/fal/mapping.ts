@@ -9,7 +9,7 @@ import type { UpstreamPoll } from '../upstream-task-engine.ts';
 type Json = Record<string, unknown>;
 type Kind = 'text' | 'image' | 'multiview';
 
-/** fal endpoint ids per catalog version string (CONTRACT §11) and generation kind. */
+/** fal endpoint ids per catalog version string and generation kind. */
 const ENDPOINT_IDS: Record<string, Record<Kind, string>> = {
   'tripo3d/v3.1': { text: 'tripo3d/h3.1/text-to-3d', image: 'tripo3d/h3.1/image-to-3d', multiview: 'tripo3d/h3.1/multiview-to-3d' },
   'tripo3d/p1': { text: 'tripo3d/p1/text-to-3d', image: 'tripo3d/p1/image-to-3d', multiview: 'tripo3d/p1/multiview-to-3d' },

@@ -27,7 +27,7 @@ const EDITS: Record<string, JobKind> = { 'mesh3d.edit.smart_lowpoly': REDUCE_FAC
 /** The Rapid job's prompt limit (the Pro job takes the gateway's 1024). */
 const RAPID_PROMPT_MAX = 200;
 
-/** Pro or Rapid and the Pro version, from `hunyuan3d-pro-<v>` / `hunyuan3d-rapid-<v>` (CONTRACT §11). */
+/** Pro or Rapid and the Pro version, from `hunyuan3d-pro-<v>` / `hunyuan3d-rapid-<v>`. */
 function generationModel(name: string): { kind: JobKind; version?: string } {
   const pro = /^hunyuan3d-pro-(\d+\.\d+)$/i.exec(name);
   if (pro) return { kind: PRO, version: pro[1]! };

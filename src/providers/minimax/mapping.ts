@@ -8,7 +8,7 @@ import type { Usage } from '../spec.ts';
  */
 export const DEFAULT_SYNC_TEXT_LIMIT = 10_000;
 
-/** The spec's speech fields that make up voice_setting (same names upstream). */
+/** The speech fields that make up voice_setting (same names upstream). */
 const VOICE_FIELDS: FieldRule[] = ['voice_id', 'speed', 'vol', 'pitch', 'emotion'].map((name) => ({ from: name, to: name }));
 
 /** The audio the gateway asks for: mono, 32 kHz, 128 kbit/s, in the request's format (default MP3). */
@@ -16,7 +16,7 @@ const AUDIO = { sampleRate: 32_000, bitrate: 128_000, channel: 1 } as const;
 const DEFAULT_FORMAT = 'mp3';
 const MIME_TYPES: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', pcm: 'audio/L16' };
 
-/** The audio format of a request (the spec's optional `format`). */
+/** The audio format of a request (the optional `format`). */
 export function formatOf(input: Record<string, unknown>): string {
   return typeof input.format === 'string' && input.format !== '' ? input.format : DEFAULT_FORMAT;
 }

@@ -19,7 +19,7 @@ const GEN25_TIERS: Record<string, string> = {
 /** Gen-2 quality per catalog tier; Rodin has no quality above `high`. */
 const GEN2_QUALITY: Record<string, string> = { 'extra-low': 'extra-low', low: 'low', medium: 'medium', high: 'high' };
 
-/** Upstream tier and (Gen-2) quality of a catalog model's `Gen-2/<tier>` or `Gen-2.5/<tier>` (CONTRACT §11). */
+/** Upstream tier and (Gen-2) quality of a catalog model's `Gen-2/<tier>` or `Gen-2.5/<tier>`. */
 export function tierOf(defaultRealModelName: string): { generation: '2' | '2.5'; tier: string; quality?: string } {
   const m = /^Gen-(2(?:\.5)?)\/([a-z-]+)$/i.exec(defaultRealModelName);
   const level = m?.[2]?.toLowerCase();

@@ -14,7 +14,7 @@ const LIP_SYNC_REQ_KEYS: Record<DigitalHumanMode, string> = { lite: 'realman_cha
 
 const same = (names: string[]): FieldRule[] => names.map((name) => ({ from: name, to: name }));
 
-/** Options each upstream task takes (the spec's names are the upstream's). */
+/** Options each upstream task takes (the API's names are the upstream's). */
 const AVATAR_VIDEO_OPTIONS = same(['templ_start_strategy', 'templ_start_seconds']);
 const LIP_SYNC_OPTIONS: Record<DigitalHumanMode, FieldRule[]> = {
   lite: same(['separate_vocal', 'align_audio', 'align_audio_reverse', 'templ_start_seconds']),
@@ -22,7 +22,7 @@ const LIP_SYNC_OPTIONS: Record<DigitalHumanMode, FieldRule[]> = {
 };
 
 /**
- * The generation options of spec document 1 with the values the route fills in: an option at its
+ * The generation options with the values the route fills in: an option at its
  * default asks nothing of a task that lacks it, any other value is reported as not honoured.
  */
 const GENERATION_OPTION_DEFAULTS: Record<string, unknown> = {

@@ -2,7 +2,7 @@ import { fieldsSet, mapFields } from '../field-mapping.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationOutput } from '../spec.ts';
 import type { MediaSize, Usage } from '../spec.ts';
 
-/** A content item of a video.generations request (spec document 1). */
+/** A content item of a video.generations request. */
 interface RequestItem {
   type: string;
   text?: string;
@@ -24,7 +24,7 @@ const IMAGE_ROLES: Record<string, string> = { first_frame: 'first_frame', last_f
 const FRAME_ROLES = new Set(['first_frame', 'last_frame']);
 
 const RESOLUTIONS = new Set(['480p', '720p', '1080p']);
-/** Ratios Ark takes; the spec's keep_ratio is Ark's adaptive (follow the input picture). */
+/** Ratios Ark takes; the API's keep_ratio is Ark's adaptive (follow the input picture). */
 const RATIOS = new Set(['16:9', '4:3', '1:1', '3:4', '9:16', '21:9', 'adaptive', 'keep_ratio']);
 
 /**

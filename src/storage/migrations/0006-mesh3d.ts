@@ -1,7 +1,7 @@
 import type { Kysely } from 'kysely';
 
 /**
- * 3D histories and materials (spec document 2): every generation and edit records a history,
+ * 3D histories and materials: every generation and edit records a history,
  * which later edits name as their source, and the material its result belongs to.
  */
 export async function up(db: Kysely<any>): Promise<void> {

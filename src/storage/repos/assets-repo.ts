@@ -297,7 +297,7 @@ export class AssetsRepo {
 
   /**
    * Tag usage over the live records matching the filter: records whose content is missing count
-   * only towards `missing` (spec document 3, rule 6).
+   * only towards `missing` (rule 6).
    */
   async tagCounts(f: AssetFilter, opts: { prefix?: string; order: TagOrder; limit: number; offset: number }): Promise<{ rows: TagCount[]; total: number }> {
     const filtered = this.k.selectFrom('asset_refs as r').select('r.id').where((eb) => filterExpr(eb, f, false));

@@ -3,7 +3,7 @@ import { TaskRejectedError } from '../../spec.ts';
 /** The largest side the gateway draws: the long side of the 8K resolution. */
 export const MAX_IMAGE_SIDE = 8192;
 
-/** `resolution` values and the long side each gives (spec document 1: 1K, 2K, 4K, 8K). */
+/** `resolution` values and the long side each gives (1K, 2K, 4K, 8K). */
 const RESOLUTION_LONG_SIDE: Readonly<Record<string, number>> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
 
 /** Sides computed from aspect_ratio/resolution are multiples of 16, as most image models expect. */

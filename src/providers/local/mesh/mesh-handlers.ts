@@ -1,5 +1,5 @@
 /**
- * The local engine's /v1/mesh3d work: each endpoint's request fields (spec document 2 names,
+ * The local engine's /v1/mesh3d work: each endpoint's request fields (API names,
  * defaults applied by the endpoint) turned into options of the mesh operations, and their
  * results into files and the facts the 3D history keeps.
  */
@@ -38,7 +38,7 @@ const TEXTURE_SIDE = { standard: 1024, detailed: 2048 };
 /** How much finer a smart low-poly generation starts before it is simplified. */
 const LOW_POLY_DETAIL = 4;
 
-/** Directions of the semantic views (spec document 2): the subject faces +Z, its own left is +X. */
+/** Directions of the semantic views: the subject faces +Z, its own left is +X. */
 const VIEW_DIRECTIONS: Record<string, Vec3> = {
   front: [0, 0, 1],
   back: [0, 0, -1],
@@ -138,7 +138,7 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
   await meshoptReady();
   const input = job.input;
   const topology = input.topology === 'quad' || input.quad === true ? 'quad' : 'triangle';
-  // Part generation excludes texture, PBR and quads (spec document 2).
+  // Part generation excludes texture, PBR and quads.
   const separateParts = input.generate_parts === true;
   const texture = !separateParts && flag(input, ['enable_texture', 'texture'], true);
   const pbr = texture && flag(input, ['enable_pbr', 'pbr'], false);
@@ -282,7 +282,7 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
     const quad = job.input.topology === 'quad' || (job.input.topology === undefined && job.input.quad === true);
     const parts = partNames(job.input, doc);
     const current = faceCount(doc);
-    // Adaptive: a quarter of the faces, within the spec's default range.
+    // Adaptive: a quarter of the faces, within the documented default range.
     const limit = count(job.input, 'face_limit') ?? Math.min(quad ? 10000 : 20000, Math.max(quad ? 500 : 1000, Math.round((quad ? current / 2 : current) / 4)));
     smartLowpoly(doc, { faceLimit: limit, quad, parts });
     return modelOutput(job, ctx, doc, { topology: quad ? 'quad' : 'triangle', face_limit: limit });

@@ -1,5 +1,5 @@
 /**
- * Skeletons per rig type (spec document 2): joints placed at fractions of the model's bounds
+ * Skeletons per rig type: joints placed at fractions of the model's bounds
  * (x: its right side 0 to its own left 1; y: bottom 0 to top 1; z: back 0 to front 1), with the
  * role each joint plays in the preset animations.
  */
