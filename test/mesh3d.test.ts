@@ -97,6 +97,23 @@ describe('3D edit chain on the local engine', () => {
     await srv?.close();
   });
 
+  it('a segmentation names its parts in queue_status.data.part_names; a completion of exactly those succeeds', async () => {
+    const gen = await me.submit('/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'a teapot with a long spout' });
+    await me.ended(gen.task_id);
+    const seg = await me.submit('/v1/mesh3d/edit/segmentation', { history_id: gen.mesh3d_history_id, model: SEG });
+    const segmented = await me.ended(seg.task_id);
+    const names = segmented.queue_status.data.part_names;
+    assert.ok(Array.isArray(names) && names.length >= 2, JSON.stringify(segmented.queue_status.data));
+    assert.deepEqual(names, partNames(await me.glb(segmented)), 'the parts of the result file');
+
+    const completion = await me.submit('/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: SEG, part_names: names });
+    const completed = await me.ended(completion.task_id);
+    assert.deepEqual(partNames(await me.glb(completed)).sort(), [...names].sort());
+    // The history keeps them: the completion's source carries the same parts.
+    assert.deepEqual(completed.generate_info.input.source.parts, names);
+    assert.equal(completed.queue_status.data.part_names, undefined, 'only a segmentation names parts');
+  });
+
   it('text → segmentation → completion → smart-lowpoly → texture → rig → retarget → convert to FBX', async () => {
     const gen = await me.submit('/v1/mesh3d/generate/text', { model: 'tripo-v3.1', prompt: 'a small robot with long arms', face_limit: 8000 });
     assert.match(gen.mesh3d_history_id, /^hist_/);

@@ -247,10 +247,12 @@ describe('Tripo through the gateway', () => {
     assert.equal((await user.settledStatus(generated.task_id)).status, 'success');
     const generationTask = [...fake.tasks.values()].at(-1)!.id;
     const seg = await user.postOk('/v1/mesh3d/edit/segmentation', { history_id: generated.mesh3d_history_id, model: 'tripo-segment-v1.0' });
-    assert.equal((await user.settledStatus(seg.task_id)).status, 'success');
+    const segmented = await user.settledStatus(seg.task_id);
+    assert.equal(segmented.status, 'success');
+    assert.deepEqual(segmented.data.part_names, SEGMENT_PARTS, 'the parts of the result GLB');
     assert.deepEqual(fake.submits.at(-1), { type: 'mesh_segmentation', model_version: 'v1.0-20250506', original_model_task_id: generationTask });
     const segmentationTask = [...fake.tasks.values()].at(-1)!.id;
-    const done = await user.postOk('/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: 'tripo-segment-v1.0', part_names: ['torso'] });
+    const done = await user.postOk('/v1/mesh3d/edit/completion', { history_id: seg.history_id, model: 'tripo-segment-v1.0', part_names: [segmented.data.part_names[1]] });
     assert.equal((await user.settledStatus(done.task_id)).status, 'success');
     assert.deepEqual(fake.submits.at(-1), { type: 'mesh_completion', model_version: 'v1.0-20250506', original_model_task_id: segmentationTask, part_names: ['torso'] });
   });

@@ -25,6 +25,8 @@ export function isMesh3dEndpoint(endpoint: string): boolean {
   return endpoint.startsWith('mesh3d.');
 }
 
+/** The endpoint whose result names the parts later edits choose from. */
+const SEGMENTATION_ENDPOINT = 'mesh3d.edit.segmentation';
 /** Which result file an edit of the history works on, in order of preference. */
 const MODEL_ROLES = ['model', 'pbr_model', 'base_model'];
 /** Operations whose result keeps the source's parts when the engine names none. */
@@ -65,15 +67,21 @@ export class Mesh3dHistories {
   /**
    * The end handler of the 3D endpoints: the task's history takes its end (status, and on success
    * the model file, parts, rig and upstream ids) in the transaction that writes it. The history
-   * is looked up there, after the end's output assets, which it reads, were written.
+   * is looked up there, after the end's output assets, which it reads, were written. A
+   * successful segmentation also names its parts in the task's record, the same ones the
+   * history keeps, so a client can pick the part_names of the edits that follow.
    */
-  readonly onEnd: EndHandler = async (ending) => ({
-    write: async (db) => {
-      const repo = this.deps.repo.in(db);
-      const history = await repo.findHistoryByTask(ending.task.id);
-      if (history) await this.follow(repo, history, { ...ending.task, status: ending.status, result: JSON.stringify(ending.result) });
-    },
-  });
+  readonly onEnd: EndHandler = async (ending) => {
+    const parts = stringList(ending.result.extra?.parts);
+    if (ending.status === 'success' && ending.task.endpoint === SEGMENTATION_ENDPOINT && parts) ending.result.part_names = parts;
+    return {
+      write: async (db) => {
+        const repo = this.deps.repo.in(db);
+        const history = await repo.findHistoryByTask(ending.task.id);
+        if (history) await this.follow(repo, history, { ...ending.task, status: ending.status, result: JSON.stringify(ending.result) });
+      },
+    };
+  };
 
   private now(): number {
     return (this.deps.now ?? Date.now)();

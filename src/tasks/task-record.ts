@@ -23,6 +23,8 @@ export interface TaskResult {
   node_status?: NodeStatus;
   /** Domain data of the run (GenerationOutput.extra), kept for the domain that submitted the task. */
   extra?: Record<string, unknown>;
+  /** The parts a segmentation made, set by the 3D domain when the task ends (DrawResponse.part_names). */
+  part_names?: string[];
 }
 
 /** A task's result: the `data` of queue_status and the body of a synchronous generation reply. */
@@ -40,6 +42,8 @@ export interface DrawResponse {
   finished_at?: number;
   mediaSize?: MediaSize;
   queue_info?: { queue: number; taskId: string };
+  /** A segmentation's parts: the names its edits accept in `part_names` (CONTRACT §11). */
+  part_names?: string[];
 }
 
 export interface QueueStatus {
@@ -87,6 +91,7 @@ function drawResponseOf(row: TaskRow, result: TaskResult, queue?: number): DrawR
     ...(row.finished_at !== null ? { finished_at: row.finished_at } : {}),
     ...(result.mediaSize ? { mediaSize: result.mediaSize } : {}),
     ...(queue !== undefined ? { queue_info: { queue, taskId: row.id } } : {}),
+    ...(result.part_names ? { part_names: result.part_names } : {}),
   };
 }
 
