@@ -1,9 +1,11 @@
 // Runs the shell examples of README.md and docs/ against a started server, so an example that
 // stops working fails here. Every ```sh block runs on its own in bash -e -o pipefail, in a
-// scratch folder where docs/ is at hand as from the repository's root, with GG (the server's base URL), ADMIN (the admin token) and T (an API token
-// of the user alice) set; curl fails on an HTTP error status (--fail-with-body) unless the
-// block's fence says `http-errors`. A fence saying `no-run` is not run (examples that need a
-// real upstream, a second terminal or a long-lived process).
+// scratch folder where docs/ (and the sample files) are at hand as from the repository's root,
+// with http://127.0.0.1:8080 replaced by the server's address and GG (the server's base URL),
+// ADMIN (the admin token) and T (an API token of the user alice) set. curl fails on an HTTP
+// error status (--fail-with-body) unless the block's fence says `http-errors`. A fence saying
+// `no-run` is not run (examples that need a real upstream, a second terminal or a long-lived
+// process).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFile, execFileSync } from 'node:child_process';
@@ -58,7 +60,9 @@ const hasTool = (tool: string) => {
 /** Runs one block; resolves with its exit code and output. */
 function runBlock(block: ShellBlock, env: Record<string, string>, cwd: string): Promise<{ code: number; output: string }> {
   const curlFails = block.flags.includes('http-errors') ? '' : 'curl() { command curl --fail-with-body "$@"; }\n';
-  const script = `set -e -o pipefail\n${curlFails}${block.script}`;
+  // Pages written for a server on the default address name it directly.
+  const body = block.script.replaceAll('http://127.0.0.1:8080', env.GG).replaceAll('ws://127.0.0.1:8080', env.GG.replace(/^http/, 'ws'));
+  const script = `set -e -o pipefail\n${curlFails}${body}`;
   return new Promise((resolve) => {
     execFile('bash', ['-c', script], { env, cwd, timeout: BLOCK_TIMEOUT_MS, maxBuffer: 64 * 1024 * 1024 }, (err, stdout, stderr) => {
       const code = err ? (typeof err.code === 'number' ? err.code : 1) : 0;
@@ -78,6 +82,8 @@ describe('the shell examples of README.md and docs/', { skip: missingTools.lengt
     // The blocks run in a scratch folder, so the files they write land there; docs/ is linked in for the samples.
     work = fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-docs-'));
     fs.symlinkSync(path.resolve('docs'), path.join(work, 'docs'));
+    // Examples that upload `photo.png` and the like find the samples in the folder they run in.
+    for (const sample of fs.readdirSync('docs/samples')) fs.copyFileSync(path.join('docs/samples', sample), path.join(work, sample));
     env = { PATH: process.env.PATH!, HOME: work, TMPDIR: work, GG: srv.url, ADMIN: srv.adminToken, T: await srv.tokenFor('alice') };
   });
   after(async () => {
