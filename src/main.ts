@@ -23,24 +23,29 @@ import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
 import { TaskOutputStore } from './tasks/task-output-store.ts';
-import { InputReader } from './tasks/input-reader.ts';
+import { InputReader, ownFileRef } from './tasks/input-reader.ts';
+import { OutboundFetcher, type HostResolver } from './tasks/outbound-fetch.ts';
+import { OutboundUrlPolicy } from './core/outbound-urls.ts';
 import { GenerationService } from './tasks/generation-service.ts';
+import { ImageService } from './images/service.ts';
+import { VideoService } from './video/service.ts';
+import { AudioService } from './audio/service.ts';
+import { DigitalHumanGenerations } from './digital-human/service.ts';
+import { Mesh3dService } from './mesh3d/mesh3d-service.ts';
 import { createChatModelRegistry, createEngineRegistry, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
 import { createAgentServices } from './agent/agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
-import { withDigitalHumanResources } from './digital-human/digital-human-engines.ts';
+import { DIGITAL_HUMAN_CREATE } from './digital-human/digital-human-engines.ts';
+import { recordCreatedResource } from './digital-human/record-created-resource.ts';
 import { CallbacksRepo } from './storage/repos/callbacks-repo.ts';
 import { CallbackDispatcher } from './tasks/callback-dispatcher.ts';
 import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
-
-/** How long fetching a remote input (an image URL in a request) may take. */
-const INPUT_FETCH_TIMEOUT_MS = 60_000;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -56,6 +61,8 @@ export interface RunningServer {
 /** Parts a caller may supply instead of the ones settings select (tests script engines this way). */
 export interface ServerParts {
   engines?: EngineRegistry;
+  /** Resolves the host names of URLs fetched for callers (tests answer their own addresses); default the system's DNS. */
+  resolveHost?: HostResolver;
 }
 
 /** Boots everything from settings: catalog, store, services, HTTP server, workers, background sweepers. */
@@ -91,8 +98,14 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // Registered first: the domains' end handlers find the stored files in the result.
   tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
-  const engines = withDigitalHumanResources(parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' })), digitalHumans);
-  const generations = new GenerationService({ catalog, engines, tasks, syncTimeoutMs: settings.syncTimeoutMs });
+  tasks.onEnd(DIGITAL_HUMAN_CREATE, recordCreatedResource(digitalHumans));
+  const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
+  const generations = new GenerationService({ catalog, engines, tasks, urls, syncTimeoutMs: settings.syncTimeoutMs });
+  const images = new ImageService(generations);
+  const video = new VideoService(generations);
+  const audio = new AudioService(generations);
+  const digitalHumanGenerations = new DigitalHumanGenerations({ generations, resources: digitalHumans });
+  const mesh3d = new Mesh3dService({ db, generations, tasks, files, assets });
   const chatModels = createChatModelRegistry(settings, logger.child({ component: 'providers' }));
   const conversations = new ConversationsRepo(db);
   const chat = new ChatService({
@@ -100,16 +113,18 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     resolveModel: (alias, capabilities) => generations.resolveModel(alias, capabilities),
     files,
     conversations,
+    urls,
     maxFileBytes: settings.maxFileBytes,
   });
-  const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetchTimeoutMs: INPUT_FETCH_TIMEOUT_MS });
+  const fetcher = new OutboundFetcher({ policy: urls, maxBytes: settings.maxFileBytes, timeoutMs: settings.fetchTimeoutMs, resolve: parts.resolveHost });
+  const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetcher });
   const runner = new TaskRunner({ tasks, catalog, engines, files, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const agents = await createAgentServices({ db, bus, catalog, generations, tasks, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
-  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, wsTickets, callbacks, digitalHumans, chat, agents };
+  const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
+  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
   // A worker answers /healthz and /metrics only.
@@ -149,6 +164,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await app.close();
       await queue.stop();
       runner.close();
+      await fetcher.close();
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();
       await bus.close();

@@ -13,12 +13,13 @@ const PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR
 const PNG_SIGNATURE = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
 const WAIT_MS = 15_000;
 
-/** Providers of the test deployments: qwen models through the fake upstream, the image and chat models of `openai` on the local engine. */
+/** Providers of the test deployments: qwen models through the fake upstream, the image and chat models of `openai` and the 3D models of `tripo` on the local engine. */
 function config(fake: FakeChatUpstream, agent: Record<string, unknown> = {}): string {
   return JSON.stringify({
     providers: {
       qwen: { base_url: fake.url, timeout_ms: 10_000, retry: { attempts: 0 } },
       openai: { adapter: 'local' },
+      tripo: { adapter: 'local' },
     },
     agent,
   });
@@ -334,6 +335,25 @@ describe('POST /v1/responses', () => {
     assert.equal(task.queue_status.request_id, 'tool-run-1');
     assert.equal(task.user._id, 'alice');
     assert.equal((await srv.fetch(`/v1/ai/result/${result.task_id}`, { token: bob })).status, 404);
+  });
+
+  it('generate_3d goes through the 3D service: its task has a history that /v1/mesh3d/edit/segmentation can edit', async () => {
+    const items = runItems(await agentEvents(await respond({ model: 'gpt-4.1', input: 'generate_3d {"prompt": "a small robot", "model": "tripo-v3.1"}' })));
+    const output = items.find((i) => i.type === 'tool_call_output_item');
+    const result = JSON.parse(output.rawItem.output);
+    assert.equal(result.status, 'success', JSON.stringify(result));
+    assert.match(result.material_id, /^mat_/);
+    assert.match(result.mesh3d_history_id, /^hist_/);
+
+    const seg = await srv.fetch('/v1/mesh3d/edit/segmentation', { method: 'POST', token: alice, json: { history_id: result.mesh3d_history_id, model: 'tripo-segment-v1.0' } });
+    const submitted: Json = await seg.json();
+    assert.equal(seg.status, 200, JSON.stringify(submitted));
+    const record = await eventually('the segmentation task to end', async () => {
+      const body: Json = await (await srv.fetch(`/v1/ai/result/${submitted.task_id}`, { token: alice })).json();
+      return ['success', 'failed', 'rejected'].includes(body.queue_status.status) ? body : undefined;
+    });
+    assert.equal(record.queue_status.status, 'success', JSON.stringify(record.queue_status));
+    assert.equal(record.generate_info.input.source.history_id, result.mesh3d_history_id);
   });
 
   it('offers the built-in tools, with JSON-schema parameters, to models that can call tools only', async () => {

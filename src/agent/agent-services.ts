@@ -1,5 +1,4 @@
 import type { Logger } from 'pino';
-import type { Catalog } from '../catalog/catalog.ts';
 import type { Settings } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
 import type { ChatService } from '../chat/chat-service.ts';
@@ -8,11 +7,10 @@ import { AgentsRepo } from '../storage/repos/agents-repo.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import { SkillsRepo } from '../storage/repos/skills-repo.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
-import type { GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AgentRuns } from './agent-runs.ts';
 import { AgentService, type AgentSettings } from './agent-service.ts';
-import { GenerationTools } from './agent-tools.ts';
+import { GenerationTools, type ToolServices } from './agent-tools.ts';
 import { KnowledgeService } from './knowledge-service.ts';
 import { SkillsService } from './skills-service.ts';
 
@@ -37,9 +35,9 @@ export interface AgentServices {
 export interface AgentServicesDeps {
   db: Db;
   bus: EventBus;
-  catalog: Catalog;
-  generations: GenerationService;
   tasks: TaskService;
+  /** The modality services the generation tools submit through. */
+  modalities: ToolServices;
   chat: ChatService;
   conversations: ConversationsRepo;
   settings: Settings;
@@ -59,7 +57,7 @@ export async function createAgentServices(deps: AgentServicesDeps): Promise<Agen
     conversations: deps.conversations,
     skills,
     knowledge,
-    tools: new GenerationTools({ catalog: deps.catalog, generations: deps.generations, tasks: deps.tasks, waitMs: settings.syncTimeoutMs }),
+    tools: new GenerationTools({ services: deps.modalities, tasks: deps.tasks, waitMs: settings.syncTimeoutMs }),
     runs,
     approvalTools: configured.approval_tools ?? AGENT_DEFAULTS.approvalTools,
     approvalTimeoutMs: configured.approval_timeout_ms ?? AGENT_DEFAULTS.approvalTimeoutMs,

@@ -1,18 +1,18 @@
 /**
- * The agent's built-in tools: the gateway's own generation endpoints, run for the caller as
- * tasks through the generation pipeline, so they are stored, billed, pushed and listed like any
- * other task of that user.
+ * The agent's built-in tools: the gateway's own generation endpoints, run for the caller through
+ * the same modality services the routes call, so their tasks are checked, stored, billed, pushed
+ * and listed (and a 3D task gets its history and material) like any other task of that user.
  */
 import { Ajv, type ValidateFunction } from 'ajv';
-import type { Catalog, LiveModel } from '../catalog/catalog.ts';
-import type { CapabilityName } from '../catalog/schema.ts';
+import type { AudioService } from '../audio/service.ts';
 import { ApiError } from '../core/errors.ts';
+import type { ImageService } from '../images/service.ts';
+import type { Mesh3dService } from '../mesh3d/mesh3d-service.ts';
 import type { ChatTool } from '../providers/spec.ts';
-import type { GenerationService } from '../tasks/generation-service.ts';
+import type { GenerationCaller } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { TaskRow } from '../storage/schema.ts';
-
-type Args = Record<string, unknown>;
+import type { VideoService } from '../video/service.ts';
 
 /** What a tool call needs to know about the request it runs for. */
 export interface ToolCaller {
@@ -20,16 +20,30 @@ export interface ToolCaller {
   requestId: string;
 }
 
+/** The modality services the tools submit through. */
+export interface ToolServices {
+  images: ImageService;
+  video: VideoService;
+  audio: AudioService;
+  mesh3d: Mesh3dService;
+}
+
+/** A tool's arguments once checked against its JSON Schema; `model` omitted means the catalog's default. */
+type Args = Record<string, unknown> & { model?: string };
+
 interface GenerationToolSpec {
   name: string;
   description: string;
   /** JSON Schema of the arguments, as the model sees it. */
   parameters: Record<string, unknown>;
-  endpoint: string;
-  capabilities: readonly CapabilityName[];
-  outputType: string;
-  /** The task input for the endpoint, from checked arguments and the chosen model. */
-  input(args: Args, model: LiveModel): Record<string, unknown>;
+  /** Submits the task through the modality's service (asynchronously). */
+  submit(services: ToolServices, args: Args, caller: GenerationCaller): Promise<SubmittedTask>;
+}
+
+/** The stored task, and the ids its service answered besides (a 3D history), handed to the model with the output. */
+interface SubmittedTask {
+  task: TaskRow;
+  ids?: Record<string, string>;
 }
 
 const modelArgument = { type: 'string', minLength: 1, description: 'catalog alias of the model to use; omit it for the default' };
@@ -45,10 +59,12 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
       size: { type: 'string', pattern: '^[1-9][0-9]{0,3}x[1-9][0-9]{0,3}$', description: '<width>x<height>, e.g. 1024x1024' },
       aspect_ratio: { type: 'string', pattern: '^[1-9][0-9]*:[1-9][0-9]*$', description: 'W:H, e.g. 16:9' },
     }, ['prompt']),
-    endpoint: 'images.generations',
-    capabilities: ['image_generate'],
-    outputType: 'image',
-    input: ({ prompt, size, aspect_ratio: ratio }) => ({ prompt, ...(size ? { size } : {}), ...(ratio ? { aspect_ratio: ratio } : {}) }),
+    submit: async ({ images }, { model, prompt, size, aspect_ratio: ratio }, caller) => (await images.generate(caller, {
+      ...(model ? { model } : {}),
+      prompt: prompt as string,
+      ...(size ? { size: size as string } : {}),
+      ...(ratio ? { aspect_ratio: ratio as string } : {}),
+    }, 'async')),
   },
   {
     name: 'generate_video',
@@ -58,19 +74,17 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
       duration: { type: 'integer', minimum: 1, maximum: 10, description: 'seconds, default 5' },
       aspect_ratio: { type: 'string', enum: ['16:9', '9:16', '4:3', '3:4', '1:1', '21:9'], description: 'default 16:9' },
     }, ['prompt']),
-    endpoint: 'video.generations',
-    capabilities: ['video_generate', 'omni_video'],
-    outputType: 'video',
-    // The defaults of POST /v1/video/generations.
-    input: ({ prompt, duration, aspect_ratio: ratio }) => ({
-      content: [{ type: 'text', text: prompt }],
-      aspect_ratio: ratio ?? '16:9',
+    // The defaults of POST /v1/video/generations, in landscape.
+    submit: async ({ video }, { model, prompt, duration, aspect_ratio: ratio }, caller) => (await video.generate(caller, {
+      ...(model ? { model } : {}),
+      content: [{ type: 'text', text: prompt as string }],
+      aspect_ratio: (ratio as '16:9' | undefined) ?? '16:9',
       resolution: '720p',
-      duration: duration ?? 5,
+      duration: (duration as number | undefined) ?? 5,
       watermark: false,
       seed: -1,
       camerafixed: false,
-    }),
+    }, 'async')),
   },
   {
     name: 'generate_music',
@@ -81,16 +95,14 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
       title: { type: 'string', maxLength: 80 },
       instrumental: { type: 'boolean', description: 'no vocals' },
     }, ['prompt']),
-    endpoint: 'song.generations',
-    capabilities: ['audio_generate'],
-    outputType: 'audio',
-    input: ({ prompt, tags, title, instrumental }) => ({
-      prompt,
-      tags: tags ?? 'pop',
+    submit: async ({ audio }, { model, prompt, tags, title, instrumental }, caller) => (await audio.song(caller, {
+      ...(model ? { model } : {}),
+      prompt: prompt as string,
+      tags: (tags as string | undefined) ?? 'pop',
       negativeTags: '',
-      ...(title ? { title } : {}),
-      ...(instrumental !== undefined ? { makeInstrumental: instrumental } : {}),
-    }),
+      ...(title ? { title: title as string } : {}),
+      ...(instrumental !== undefined ? { makeInstrumental: instrumental as boolean } : {}),
+    }, 'async')),
   },
   {
     name: 'generate_speech',
@@ -99,10 +111,11 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
       text: { type: 'string', minLength: 1, maxLength: 10_000, description: 'the text to speak' },
       voice_id: { type: 'string', minLength: 1, description: 'one of the model\'s voices; omit it for the first' },
     }, ['text']),
-    endpoint: 'speech.generations',
-    capabilities: ['text_to_speech'],
-    outputType: 'audio',
-    input: ({ text, voice_id: voice }, model) => ({ text, voice_id: voice ?? model.capabilities.text_to_speech?.voices?.[0]?.id ?? 'default' }),
+    submit: async ({ audio }, { model, text, voice_id: voice }, caller) => (await audio.speech(caller, {
+      ...(model ? { model } : {}),
+      text: text as string,
+      ...(voice ? { voice_id: voice as string } : {}),
+    }, 'async')),
   },
   {
     name: 'generate_3d',
@@ -110,16 +123,16 @@ const GENERATION_TOOLS: readonly GenerationToolSpec[] = [
     parameters: object({
       prompt: { type: 'string', minLength: 1, maxLength: 1024, description: 'the object to model' },
     }, ['prompt']),
-    endpoint: 'mesh3d.generate.text',
-    capabilities: ['text_to_model'],
-    outputType: '3d',
-    input: ({ prompt }) => ({ prompt }),
+    submit: async ({ mesh3d }, { model, prompt }, caller) => {
+      const { task, reply } = await mesh3d.generate('text', { ...(model ? { model } : {}), prompt: prompt as string }, caller);
+      // The history id lets the user (or a later call) edit the model through /v1/mesh3d/edit.
+      return { task, ids: { material_id: reply.material_id, mesh3d_history_id: reply.mesh3d_history_id } };
+    },
   },
 ];
 
 export interface GenerationToolsDeps {
-  catalog: Catalog;
-  generations: GenerationService;
+  services: ToolServices;
   tasks: TaskService;
   /** How long a tool waits for its task (SYNC_TIMEOUT_MS); a task still running is reported as such. */
   waitMs: number;
@@ -152,11 +165,12 @@ export class GenerationTools {
   }
 
   /**
-   * Runs one call: arguments checked, a model chosen (the `model` argument, else the first
-   * enabled catalog model with the capability), the task submitted for the caller and waited
-   * for. Problems the model can act on (bad arguments, a refused or failed task) are results,
-   * not errors; an abort of `signal` cancels the task and rejects. Answers the output as JSON
-   * `{task_id, model, status, output: [urls], message?}`.
+   * Runs one call: arguments checked, the task submitted for the caller through the modality's
+   * service (the `model` argument, else the catalog's default) and waited for. Problems the model
+   * can act on (bad arguments, a request the service refuses, a refused or failed task) are
+   * results, not errors; an abort of `signal` cancels the task and rejects. Answers the output as
+   * JSON `{task_id, model, status, output: [urls], message?}`, plus the ids the service answered
+   * (generate_3d: material_id and mesh3d_history_id).
    */
   async run(name: string, argumentsText: string, caller: ToolCaller, signal: AbortSignal): Promise<string> {
     const tool = GENERATION_TOOLS.find((t) => t.name === name);
@@ -169,26 +183,15 @@ export class GenerationTools {
     }
     const check = this.checks.get(name)!;
     if (!check(args)) return failure(`invalid arguments: ${check.errors?.map((e) => `${e.instancePath || '/'} ${e.message}`).join('; ')}`);
-    const model = this.modelFor(tool, args.model as string | undefined);
-    if (typeof model === 'string') return failure(model);
 
-    let task: TaskRow;
+    let submitted: SubmittedTask;
     try {
-      const outcome = await this.deps.generations.generate({
-        ownerId: caller.ownerId,
-        clientId: null,
-        requestId: caller.requestId,
-        endpoint: tool.endpoint,
-        capabilities: tool.capabilities,
-        outputType: tool.outputType,
-        model: model.alias,
-        input: tool.input(args, model),
-      }, 'async');
-      task = outcome.task;
+      submitted = await tool.submit(this.deps.services, args, { ownerId: caller.ownerId, clientId: null, requestId: caller.requestId });
     } catch (err) {
       if (err instanceof ApiError && err.status < 500) return failure(err.message);
       throw err;
     }
+    const { task, ids } = submitted;
     const stop = () => void this.deps.tasks.cancel(caller.ownerId, task.id, 'the agent request was cancelled').catch(() => undefined);
     signal.addEventListener('abort', stop, { once: true });
     try {
@@ -196,22 +199,9 @@ export class GenerationTools {
       const status = record?.queue_status.status ?? 'process';
       const draw = record?.queue_status.data;
       const message = !record ? `still running; its result will be at GET /v1/ai/result/${task.id}` : status !== 'success' ? draw?.original_error_message ?? draw?.message : undefined;
-      return JSON.stringify({ task_id: task.id, model: model.alias, status, output: draw?.output ?? [], ...(message ? { message } : {}) });
+      return JSON.stringify({ task_id: task.id, model: task.model, status, output: draw?.output ?? [], ...ids, ...(message ? { message } : {}) });
     } finally {
       signal.removeEventListener('abort', stop);
     }
-  }
-
-  /** The model a call asked for, else the first enabled one with the capability; a message when there is none. */
-  private modelFor(tool: GenerationToolSpec, alias: string | undefined): LiveModel | string {
-    const fits = (model: LiveModel) => tool.capabilities.some((c) => model.modelTypes.includes(c));
-    if (alias !== undefined) {
-      const model = this.deps.catalog.find(alias);
-      if (!model) return `unknown model ${alias}`;
-      if (!fits(model)) return `model ${alias} cannot do ${tool.capabilities.join(' or ')}`;
-      if (!model.enabled) return `model ${alias} is disabled`;
-      return model;
-    }
-    return this.deps.catalog.models.find((model) => model.enabled && fits(model)) ?? `no enabled model can do ${tool.capabilities.join(' or ')}`;
   }
 }

@@ -1,5 +1,6 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
+import type { DigitalHumanGenerationInput } from './schemas.ts';
 
 /** The two lip-sync modes: some options exist in one mode only. */
 export type DigitalHumanMode = 'lite' | 'basic';
@@ -25,30 +26,20 @@ export function digitalHumanModeOf(model: LiveModel): DigitalHumanMode {
   return MODE_BY_REAL_MODEL[model.defaultRealModelName] ?? (/basic/i.test(model.defaultRealModelName) ? 'basic' : 'lite');
 }
 
-export interface DigitalHumanGenerationParams {
-  resource_id: string;
-  audio_url: string;
-  image_url?: string;
-  video_url?: string;
-  templ_start_strategy?: 'start_from_given_seconds';
-  templ_start_seconds?: number;
-  separate_vocal?: boolean;
-  open_scenedet?: boolean;
-  align_audio?: boolean;
-  align_audio_reverse?: boolean;
-}
+/** The request's options: the body without `model`. */
+type DigitalHumanGenerationParams = Omit<DigitalHumanGenerationInput, 'resource'>;
 
 /**
  * The task input of a generation in `mode`: an option of the other mode is 400
  * unsupported_parameter; the mode's defaults are filled in (Lite: start 0 s, align_audio on).
  */
-export function generationInputFor(mode: DigitalHumanMode, params: DigitalHumanGenerationParams): Record<string, unknown> {
+export function generationInputFor(mode: DigitalHumanMode, params: DigitalHumanGenerationParams): DigitalHumanGenerationInput {
   for (const [field, only] of Object.entries(MODE_ONLY)) {
     if (params[field as keyof DigitalHumanGenerationParams] !== undefined && only !== mode) {
       throw new ApiError('unsupported_parameter', `${field} is a ${MODE_NAMES[only]} mode option; this model runs in ${MODE_NAMES[mode]} mode`, field);
     }
   }
-  const input: Record<string, unknown> = { ...params, separate_vocal: params.separate_vocal ?? false };
+  const input: DigitalHumanGenerationInput = { ...params, separate_vocal: params.separate_vocal ?? false };
   if (mode === 'basic') return { ...input, open_scenedet: params.open_scenedet ?? false };
   const alignAudio = params.align_audio ?? true;
   if (params.align_audio_reverse === true && !alignAudio) {

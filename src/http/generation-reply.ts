@@ -3,7 +3,7 @@ import { Type } from 'typebox';
 import { ApiError } from '../core/errors.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { DrawResponse } from '../tasks/task-record.ts';
-import type { GenerationCaller, GenerationOutcome, GenerationRequest, GenerationService } from '../tasks/generation-service.ts';
+import type { GenerationCaller, GenerationOutcome } from '../tasks/generation-service.ts';
 
 const ASYNC_HEADERS = ['x-async', 'async'] as const;
 
@@ -14,7 +14,7 @@ export const asyncHeaders = Type.Object({
 });
 
 /** Async mode when `x-async` or `async` (any case) is `true` or `1`. */
-function modeOf(request: FastifyRequest): 'sync' | 'async' {
+export function modeOf(request: FastifyRequest): 'sync' | 'async' {
   for (const name of ASYNC_HEADERS) {
     const value = request.headers[name];
     const first = Array.isArray(value) ? value[0] : value;
@@ -33,16 +33,6 @@ function clientIdOf(request: FastifyRequest): string | null {
 /** The caller of a generation request: its token's user, X-Client-Id and request id. */
 export function callerOf(request: FastifyRequest): GenerationCaller {
   return { ownerId: request.principal.userId, clientId: clientIdOf(request), requestId: request.id };
-}
-
-/** Runs a generation for the request's caller, sync or async as its headers ask unless `mode` says. */
-export function generateFor(
-  generations: GenerationService,
-  request: FastifyRequest,
-  call: Omit<GenerationRequest, keyof GenerationCaller>,
-  mode = modeOf(request),
-): Promise<GenerationOutcome> {
-  return generations.generate({ ...callerOf(request), ...call }, mode);
 }
 
 /** The async submit body. */

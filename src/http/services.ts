@@ -11,6 +11,11 @@ import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
+import type { ImageService } from '../images/service.ts';
+import type { VideoService } from '../video/service.ts';
+import type { AudioService } from '../audio/service.ts';
+import type { DigitalHumanGenerations } from '../digital-human/service.ts';
+import type { Mesh3dService } from '../mesh3d/mesh3d-service.ts';
 import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
 import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
@@ -34,6 +39,12 @@ export interface AppServices {
   bus: EventBus;
   tasks: TaskService;
   generations: GenerationService;
+  /** One service per modality: the routes and the agent's tools submit through them. */
+  images: ImageService;
+  video: VideoService;
+  audio: AudioService;
+  digitalHumanGenerations: DigitalHumanGenerations;
+  mesh3d: Mesh3dService;
   /** Sends the task callback outbox; the admin API reads its delivery history. */
   callbacks: CallbackDispatcher;
   /** Single-use tickets for the realtime gateway's session.authenticate. */

@@ -3,7 +3,7 @@
  * apply in one mode, and defaults. validate-edit.ts reads them.
  */
 import type { Mesh3dFamily } from './mesh3d-family.ts';
-import type { EditOperation } from './mesh3d-schemas.ts';
+import type { EditOperation, RigSpec } from './mesh3d-schemas.ts';
 
 type Input = Record<string, unknown>;
 
@@ -12,11 +12,7 @@ export const GENERATION_OPERATIONS = ['text', 'image', 'multiview'] as const;
 const MODEL_EDITS = ['segmentation', 'completion', 'smart_lowpoly', 'texture', 'refine'] as const;
 
 /** The rig a history carries (spec_a rigs can be retargeted). */
-export interface RigSpec {
-  rig_type: string;
-  spec: string;
-  bones?: string[];
-}
+export type { RigSpec };
 
 /** What an edit rule may ask of its source. */
 export interface SourceFacts {

@@ -5,10 +5,12 @@
  */
 import { ApiError } from '../core/errors.ts';
 import { FOUR_VIEWS, VIEW_TYPES, type Range, type ViewRule } from './generation-rules.ts';
-import type { FileObject, ViewImage } from './mesh3d-schemas.ts';
+import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from './mesh3d-schemas.ts';
 
-/** Where file sources other than a URL lead: this gateway's files and the caller's assets. */
+/** Where file sources lead: this gateway's files, the caller's assets, and which URLs may be fetched. */
 export interface FileSourceLookup {
+  /** 400 url_not_allowed for a URL the gateway would not fetch (CONTRACT §12). */
+  checkCallerUrl(url: string, param: string): void;
   /** URL of a file of this gateway. */
   fileUrl(id: string, fileName: string): string;
   /** True when the owner has live content with this hash. */
@@ -26,12 +28,6 @@ export interface ImageLimits {
 }
 
 /** A file object whose `url` holds the reference an engine reads. */
-export type ResolvedFile = FileObject & { url: string };
-
-export interface ResolvedView {
-  view_type: string;
-  file: ResolvedFile;
-}
 
 const GATEWAY_FILE_PATH = /^\/?files\/([^/?#]+)\/([^/?#]+)$/;
 const ASSET_HASH = /^blake3:[0-9a-f]{64}$/;
@@ -65,6 +61,7 @@ export async function resolveImage(file: FileObject, param: string, ownerId: str
     if (other) throw new ApiError('unsupported_parameter', `this model takes images by public url only, not ${other}`, `${param}.${other}`);
   }
   if (file.url !== undefined) {
+    lookup.checkCallerUrl(file.url, `${param}.url`);
     if (!httpUrl(file.url)) throw new ApiError('invalid_parameter', `${param}.url must be an http(s) URL`, `${param}.url`);
     return { ...file, url: file.url };
   }

@@ -216,3 +216,62 @@ export const GENERATION_KINDS = {
 } as const;
 export type GenerationKind = keyof typeof GENERATION_KINDS;
 export type GenerationBody = GenerateTextBody | GenerateImageBody | GenerateMultiviewBody;
+/** A generation body whose model may be left to the catalog's default (the agent's calls). */
+export type GenerationRequestBody = GenerationBody extends infer Body ? (Body extends unknown ? Omit<Body, 'model'> & { model?: string } : never) : never;
+
+/** A rig as histories keep it and edits hand it on. */
+export interface RigSpec {
+  rig_type: string;
+  spec: string;
+  bones?: string[];
+}
+
+/** An image of a 3D request, its source resolved to a URL an engine can read. */
+export type ResolvedFile = FileObject & { url: string };
+
+export interface ResolvedView {
+  view_type: string;
+  file: ResolvedFile;
+}
+
+/** The `source` of an edit task's input (the engine reads `model` with RunContext.readInput). */
+export interface EditTaskSource {
+  history_id: string;
+  operation: string;
+  model: string;
+  parts?: string[];
+  rig?: RigSpec;
+  upstream?: Record<string, unknown>;
+}
+
+type GenerationFieldsOf<Body> = Omit<Body, 'model' | 'file' | 'files' | 'view_images'>;
+
+/**
+ * Task inputs of the 3D generations: the body without `model`, the family's defaults applied,
+ * images resolved (`files` folded into `view_images`).
+ */
+export interface Mesh3dGenerationInputs {
+  text: GenerationFieldsOf<GenerateTextBody>;
+  image: GenerationFieldsOf<GenerateImageBody> & { file: ResolvedFile };
+  multiview: GenerationFieldsOf<GenerateMultiviewBody> & { view_images: ResolvedView[] };
+}
+
+/** A texture prompt with its images resolved. */
+export interface ResolvedTexturePrompt {
+  text?: string;
+  image?: ResolvedFile;
+  style_image?: ResolvedFile;
+  view_images?: ResolvedView[];
+}
+
+/**
+ * Task inputs of the 3D edits: the body without `history_id` and `model`, normalized by the
+ * edit rules (defaults, aliases folded), plus the `source` history.
+ */
+export type Mesh3dEditInputs = {
+  [Op in EditOperation]: Omit<Static<(typeof EDIT_OPERATIONS)[Op]['body']>, 'history_id' | 'model' | 'texture_prompt'> & { source: EditTaskSource };
+} & {
+  texture: { texture_prompt?: ResolvedTexturePrompt; texture: boolean; pbr: boolean };
+  smart_lowpoly: { quad: boolean };
+  retarget_animation: { animations: string[] };
+};

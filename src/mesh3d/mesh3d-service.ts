@@ -8,11 +8,13 @@ import { ApiError } from '../core/errors.ts';
 import type { FileService } from '../files/file-service.ts';
 import { Mesh3dRepo } from '../storage/repos/mesh3d-repo.ts';
 import type { Db } from '../storage/db.ts';
+import type { TaskInput } from '../providers/spec.ts';
+import type { TaskRow } from '../storage/schema.ts';
 import type { GenerationCaller, GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { FileSourceLookup } from './image-inputs.ts';
 import { MESH3D_OUTPUT_TYPE, Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
-import type { EditOperation, GenerationBody, GenerationKind } from './mesh3d-schemas.ts';
+import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from './mesh3d-schemas.ts';
 import { editOperationOf, validateEdit } from './validate-edit.ts';
 import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
 
@@ -51,13 +53,14 @@ export class Mesh3dService {
     };
   }
 
-  async generate(kind: GenerationKind, body: GenerationBody, caller: GenerationCaller): Promise<GenerationReply> {
+  /** A generation; `model` undefined: the catalog's default for the kind. Answers the reply and the submitted task. */
+  async generate(kind: GenerationKind, body: GenerationRequestBody, caller: GenerationCaller): Promise<{ reply: GenerationReply; task: TaskRow }> {
     const capability = GENERATION_CAPABILITY[kind];
     const model = this.deps.generations.resolveModel(body.model, [capability]);
-    const input = await validateGeneration(kind, body, model, { ownerId: caller.ownerId, files: this.files });
-    const task = await this.submit(caller, `mesh3d.generate.${kind}`, capability, model, input);
+    const input = await validateGeneration(kind, { ...body, model: model.alias } as GenerationBody, model, { ownerId: caller.ownerId, files: this.files });
+    const task = await this.submit(caller, { endpoint: `mesh3d.generate.${kind}`, input } as Extract<TaskInput, { endpoint: `mesh3d.generate.${string}` }>, model);
     const recorded = await this.histories.record({ task, model, operation: kind });
-    return { material_id: recorded.materialId, task_id: task.id, mesh3d_history_id: recorded.historyId };
+    return { reply: { material_id: recorded.materialId, task_id: task.id, mesh3d_history_id: recorded.historyId }, task };
   }
 
   async edit(op: EditOperation, body: Record<string, unknown> & { history_id: string; model?: string }, caller: GenerationCaller): Promise<EditReply> {
@@ -67,7 +70,7 @@ export class Mesh3dService {
     // Retargeting without a model uses the rig's.
     const { model, operation } = named ?? this.editModel(source.edit.model, op);
     const input = await validateEdit(op, body, model, operation, source.edit, { ownerId: caller.ownerId, files: this.files });
-    const task = await this.submit(caller, `mesh3d.edit.${op}`, 'mesh_edit', model, input);
+    const task = await this.submit(caller, { endpoint: `mesh3d.edit.${op}`, input } as Extract<TaskInput, { endpoint: `mesh3d.edit.${string}` }>, model);
     const recorded = await this.histories.record({ task, model, operation: op, source: source.row });
     return { material_id: recorded.materialId, task_id: task.id, history_id: recorded.historyId };
   }
@@ -77,12 +80,9 @@ export class Mesh3dService {
     return { model, operation: editOperationOf(model, op) };
   }
 
-  private async submit(caller: GenerationCaller, endpoint: string, capability: 'mesh_edit' | (typeof GENERATION_CAPABILITY)[GenerationKind], model: LiveModel, input: Record<string, unknown>) {
+  private async submit(caller: GenerationCaller, job: Extract<TaskInput, { endpoint: `mesh3d.${string}` }>, model: LiveModel) {
     // Every 3D call is asynchronous: the task is queued and its id answered.
-    const outcome = await this.deps.generations.generate(
-      { ...caller, endpoint, capabilities: [capability], outputType: MESH3D_OUTPUT_TYPE, model: model.alias, input },
-      'async',
-    );
+    const outcome = await this.deps.generations.generate({ ...caller, ...job, outputType: MESH3D_OUTPUT_TYPE, model }, 'async');
     return outcome.task;
   }
 }

@@ -13,12 +13,11 @@ import {
   RIGGING_VERSIONS,
   UNRIGGED_FORMATS,
   convertTextureSize,
-  type RigSpec,
   type SourceFacts,
 } from './edit-rules.ts';
 import { FOUR_VIEWS, type Range } from './generation-rules.ts';
 import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './image-inputs.ts';
-import type { EditOperation, FileObject, TexturePrompt } from './mesh3d-schemas.ts';
+import type { EditOperation, EditTaskSource, FileObject, TexturePrompt } from './mesh3d-schemas.ts';
 
 type Input = Record<string, unknown>;
 
@@ -48,15 +47,6 @@ interface OperationContext {
   check: EditCheck;
 }
 
-/** The `source` of an edit task's input (the engine reads `model` with RunContext.readInput). */
-export interface EditTaskSource {
-  history_id: string;
-  operation: string;
-  model: string;
-  parts?: string[];
-  rig?: RigSpec;
-  upstream?: Record<string, unknown>;
-}
 
 /** The operation entry of the model's mesh_edit capability, or 400 model_capability_mismatch. */
 export function editOperationOf(model: LiveModel, op: EditOperation): MeshEditOperation {

@@ -2,16 +2,36 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../core/result-types.ts';
 
 export type { BillingEntry, MediaSize, NodeStatus, Usage };
+import type { ImageEditInput, ImageGenerationInput, LegacyGenerationInput } from '../images/schemas.ts';
+import type { VideoGenerationInput } from '../video/schemas.ts';
+import type { SongInput, SpeechInput } from '../audio/schemas.ts';
+import type { DigitalHumanCreateInput, DigitalHumanGenerationInput } from '../digital-human/schemas.ts';
+import type { Mesh3dEditInputs, Mesh3dGenerationInputs } from '../mesh3d/mesh3d-schemas.ts';
 
-/** One task as an engine sees it. */
-export interface GenerationJob {
+/** The task input of each generation endpoint: what its service stores and its engine receives. */
+export type TaskInputs = {
+  'images.generations': ImageGenerationInput;
+  'ai.generations': LegacyGenerationInput;
+  'images.edits': ImageEditInput;
+  'video.generations': VideoGenerationInput;
+  'song.generations': SongInput;
+  'speech.generations': SpeechInput;
+  'digital-human.create': DigitalHumanCreateInput;
+  'digital-human.generations': DigitalHumanGenerationInput;
+} & { [K in keyof Mesh3dGenerationInputs as `mesh3d.generate.${K}`]: Mesh3dGenerationInputs[K] }
+  & { [K in keyof Mesh3dEditInputs as `mesh3d.edit.${K}`]: Mesh3dEditInputs[K] };
+
+/** A generation endpoint, e.g. `images.generations`. */
+export type Endpoint = keyof TaskInputs;
+
+/** An endpoint with its typed input: narrowing on `endpoint` types `input`. */
+export type TaskInput = { [E in Endpoint]: { endpoint: E; input: TaskInputs[E] } }[Endpoint];
+
+/** What every task carries besides its endpoint and input. */
+export interface JobContext {
   taskId: string;
   ownerId: string;
-  /** The generation endpoint, e.g. `images.generations`. */
-  endpoint: string;
   model: LiveModel;
-  /** The request's parameters as validated by the endpoint. */
-  input: Record<string, unknown>;
   /** 1 on the first run; a resumed task (its worker died) runs again from the start. */
   attempt: number;
   /**
@@ -20,6 +40,40 @@ export interface GenerationJob {
    */
   saved?: Record<string, unknown>;
 }
+
+/** One task as an engine sees it: the endpoint and the request's parameters as validated by the endpoint. */
+export type GenerationJob = JobContext & { endpoint: string; input: Record<string, unknown> };
+
+/** A job of one endpoint (or of several), e.g. `JobOf<'images.edits'>`. */
+export type JobOf<E extends Endpoint> = JobContext & Extract<TaskInput, { endpoint: E }>;
+
+/** Limits an adapter declares for an endpoint; a request beyond them is refused at submit (400). */
+export interface EndpointLimits {
+  /** The largest width or height of an image size it draws. */
+  maxImageSide?: number;
+  /** The most input images an edit takes. */
+  maxInputImages?: number;
+  /** The most images one request makes (`n`). */
+  maxOutputs?: number;
+}
+
+/** What an adapter serves of one endpoint. */
+export interface EndpointDeclaration {
+  /**
+   * The input fields the adapter reads. A request field outside the list is not passed on: the
+   * task runs without it and records a warning. Absent: it reads every field.
+   */
+  fields?: readonly string[];
+  /** Fields the adapter cannot honour at all: setting one is 400 unsupported_parameter at submit. */
+  refused?: readonly string[];
+  limits?: EndpointLimits;
+}
+
+/**
+ * What an adapter serves, as data: the endpoints it runs, with their fields and limits. A
+ * request for an endpoint it does not list is 400 model_capability_mismatch at submit.
+ */
+export type EngineDeclaration = { readonly [E in Endpoint]?: EndpointDeclaration };
 
 export interface RunContext {
   /** Aborted when the task is cancelled or the worker loses it; stop and throw. */
@@ -67,6 +121,8 @@ export interface GenerationOutput {
   nodeStatus?: NodeStatus;
   /** Domain data kept with the task result (e.g. a digital-human resource id, 3D parts or rig). */
   extra?: Record<string, unknown>;
+  /** Request options the run could not honour and dropped (kept in the task record's warnings). */
+  warnings?: string[];
 }
 
 /**
@@ -92,6 +148,8 @@ export class TaskFailedError extends Error {
 export interface GenerationEngine {
   /** Built-in engines can stop a running task; external API providers cannot. */
   readonly cancellable: boolean;
+  /** What it serves; absent: it takes every endpoint and refuses what it cannot run in `check`. */
+  readonly serves?: EngineDeclaration;
   /** Checks a job before it starts; throws TaskRejectedError to refuse it. */
   check?(job: GenerationJob): void | Promise<void>;
   run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput>;

@@ -1,7 +1,10 @@
 import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
+import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
+import type { Endpoint, EndpointDeclaration, TaskInput } from '../providers/spec.ts';
+import { servedDeclaration, servedWarnings } from './served-request.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { TaskService } from './task-service.ts';
 import type { TaskStatusRecord } from './task-record.ts';
@@ -13,19 +16,13 @@ export interface GenerationCaller {
   requestId: string;
 }
 
-/** One generation call, as every generation endpoint hands it over. */
-export interface GenerationRequest extends GenerationCaller {
-  /** e.g. `images.generations`. */
-  endpoint: string;
-  /** The model must declare one of these capability types. */
-  capabilities: readonly CapabilityName[];
+/** One generation call, as every modality's service hands it over: its model resolved, its input checked. */
+export type GenerationRequest = GenerationCaller & TaskInput & {
+  /** From resolveModel. */
+  model: LiveModel;
   /** The result type of the outputs. */
   outputType: string;
-  /** Catalog alias or workflow name; absent: the catalog's default model for the first capability. */
-  model?: string;
-  /** The validated request parameters (generate_info.input). */
-  input: Record<string, unknown>;
-}
+};
 
 export type GenerationOutcome =
   /** Async mode: the task is queued. */
@@ -41,11 +38,23 @@ export type GenerationOutcome =
  */
 export class GenerationService {
   constructor(
-    private readonly deps: { catalog: Catalog; engines: EngineRegistry; tasks: TaskService; syncTimeoutMs: number },
+    private readonly deps: { catalog: Catalog; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number },
   ) {}
 
-  /** The catalog model (or else the workflow) a request may use, or the contract's 404/400. */
-  resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel {
+  /**
+   * 400 url_not_allowed before any task exists for a URL field the gateway would refuse to fetch
+   * (CONTRACT §12); every modality's service calls it for each URL its body carries.
+   */
+  checkCallerUrl(ref: string, param: string): void {
+    this.deps.urls.checkCallerUrl(ref, param);
+  }
+
+  /**
+   * The catalog model (or else the workflow) a request may use, or the contract's 404/400
+   * . No alias: the catalog's default model for the first capability that has one.
+   */
+  resolveModel(alias: string | undefined, capabilities: readonly CapabilityName[]): LiveModel {
+    if (alias === undefined) return this.defaultModel(capabilities);
     const model = this.deps.catalog.find(alias) ?? this.deps.engines.findModel?.(alias);
     if (!model) throw new ApiError('model_not_found', `unknown model ${alias}`, 'model');
     if (!capabilities.some((c) => model.modelTypes.includes(c))) {
@@ -55,15 +64,26 @@ export class GenerationService {
     return model;
   }
 
-  /** The alias of the model serving a request that names none. */
-  private defaultAlias(capability: CapabilityName): string {
-    const model = this.deps.catalog.defaultModel(capability);
-    if (!model) throw new ApiError('model_not_found', `no model given, and no enabled catalog model can do ${capability}`, 'model');
-    return model.alias;
+  private defaultModel(capabilities: readonly CapabilityName[]): LiveModel {
+    for (const capability of capabilities) {
+      const model = this.deps.catalog.defaultModel(capability);
+      if (model) return this.resolveModel(model.alias, capabilities);
+    }
+    throw new ApiError('model_not_found', `no model given, and no enabled catalog model can do ${capabilities.join(' or ')}`, 'model');
+  }
+
+  /**
+   * What the adapter running `model` declares for `endpoint`: undefined when it declares
+   * nothing; 400 model_capability_mismatch when it declares endpoints but not this one.
+   */
+  declarationFor(model: LiveModel, endpoint: Endpoint): EndpointDeclaration | undefined {
+    return servedDeclaration(this.deps.engines.engineFor(model).serves, model, endpoint);
   }
 
   async generate(request: GenerationRequest, mode: 'sync' | 'async'): Promise<GenerationOutcome> {
-    const model = this.resolveModel(request.model ?? this.defaultAlias(request.capabilities[0]), request.capabilities);
+    const { model } = request;
+    const engine = this.deps.engines.engineFor(model);
+    const warnings = servedWarnings(servedDeclaration(engine.serves, model, request.endpoint), model, request.input);
     const task = await this.deps.tasks.submit({
       ownerId: request.ownerId,
       clientId: request.clientId,
@@ -72,8 +92,9 @@ export class GenerationService {
       model: model.alias,
       provider: model.providerCode,
       outputType: request.outputType,
-      cancellable: this.deps.engines.engineFor(model).cancellable,
+      cancellable: engine.cancellable,
       input: request.input,
+      warnings,
     });
     if (mode === 'async') return { kind: 'submitted', task };
     const record = await this.deps.tasks.waitForEnd(task.id, this.deps.syncTimeoutMs);

@@ -25,6 +25,8 @@ export interface TaskResult {
   extra?: Record<string, unknown>;
   /** The parts a segmentation made, set by the 3D domain when the task ends (DrawResponse.part_names). */
   part_names?: string[];
+  /** Request fields that were not passed on: those the adapter does not read, then those its run dropped. */
+  warnings?: string[];
 }
 
 /** A task's result: the `data` of queue_status and the body of a synchronous generation reply. */
@@ -66,7 +68,8 @@ export interface TaskStatusRecord {
   usage?: Usage;
   callback_url?: string;
   user: { _id: string };
-  generate_info: { input: Record<string, unknown>; workflow: { _id: string } };
+  /** `warnings`: request fields that were not passed on to the provider. */
+  generate_info: { input: Record<string, unknown>; workflow: { _id: string }; warnings?: string[] };
   billings: BillingEntry[];
 }
 
@@ -116,7 +119,7 @@ export function statusRecordOf(row: TaskRow, queue?: number): TaskStatusRecord {
     ...(result.usage ? { usage: result.usage } : {}),
     ...(row.callback_url !== null ? { callback_url: row.callback_url } : {}),
     user: { _id: row.owner_id },
-    generate_info: { input: JSON.parse(row.input) as Record<string, unknown>, workflow: { _id: row.model } },
+    generate_info: { input: JSON.parse(row.input) as Record<string, unknown>, workflow: { _id: row.model }, ...(result.warnings?.length ? { warnings: result.warnings } : {}) },
     billings: result.billings ?? [],
   };
 }

@@ -21,7 +21,10 @@ export interface NewTask {
   provider: string;
   outputType: string;
   cancellable: boolean;
-  input: Record<string, unknown>;
+  /** The typed input of the endpoint, stored as JSON (generate_info.input). */
+  input: object;
+  /** Request fields the adapter does not read (generate_info.warnings). */
+  warnings?: string[];
 }
 
 /** What comes with a status change besides the change itself. */
@@ -107,7 +110,7 @@ export class TaskService {
       message: null,
       error_message: null,
       input: JSON.stringify(spec.input),
-      result: null,
+      result: spec.warnings?.length ? JSON.stringify({ warnings: spec.warnings } satisfies TaskResult) : null,
       saved_state: null,
       callback_url: callback.callback_url ?? null,
       server: null,

@@ -1,45 +1,21 @@
 import path from 'node:path';
 import type { FastifyRequest } from 'fastify';
 import type { MultipartFile } from '@fastify/multipart';
-import { Type, type Static } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { FileService, PendingFile } from '../../files/file-service.ts';
-import { asyncHeaders, generateFor, sendOutcome } from '../generation-reply.ts';
+import { ImagesEditFormFields, ImagesEditJsonBody, MAX_EDIT_IMAGES } from '../../images/schemas.ts';
+import type { CheckedImageEdit } from '../../images/service.ts';
+import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
-import { checkImageSize, ImageOutputFields, openAiImageFields } from './generations.ts';
+import { openAiImageFields } from './generations.ts';
 
-/** Spec document 1 limits of an edit: up to 16 images and one mask, jpg/jpeg/png/webp. */
-const MAX_EDIT_IMAGES = 16;
+/** Spec document 1: the edit images and mask are jpg/jpeg/png/webp. */
 const ACCEPTED_EXTENSIONS = new Set(['.jpg', '.jpeg', '.png', '.webp']);
 const ACCEPTED_TYPES: Readonly<Record<string, string>> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
 /** `image[]` as the API names it; `image` and `image[0]`… as clients also send it. */
 const IMAGE_PART = /^image(\[\d*\])?$/;
-
-const ImageRef = Type.String({ minLength: 1, description: 'a URL (from /v1/files/upload, or http(s)), a data URI or an asset hash blake3:<hex>' });
-
-const EditFields = {
-  prompt: Type.String({ minLength: 1, description: 'edit prompt' }),
-  model: Type.String({ minLength: 1, description: 'catalog alias or workflow name with the image_edit capability' }),
-  ...ImageOutputFields,
-};
-
-const ImagesEditJsonBody = Type.Object({
-  ...EditFields,
-  image: Type.Union([ImageRef, Type.Array(ImageRef)], { description: `one image or a list of 1 to ${MAX_EDIT_IMAGES}; the first is the base` }),
-  mask: Type.Optional(Type.String({ minLength: 1, description: 'mask URL: the edit applies where it is transparent (OpenAI convention)' })),
-  _metadata: Type.Optional(Type.Union([Type.String(), Type.Object({}, { additionalProperties: true })], { description: 'metadata, a JSON string' })),
-  // Further parameters of the workflow behind the model are accepted as they are.
-}, { additionalProperties: true });
-
-/** The text fields of the multipart form; its images and mask come as file parts. */
-const ImagesEditFormFields = Type.Object({
-  ...EditFields,
-  _metadata: Type.Optional(Type.String({ description: 'metadata, a JSON string' })),
-}, { additionalProperties: true });
-
-type EditFormFields = Static<typeof ImagesEditFormFields>;
 
 /** An image or mask of the multipart form: bytes written but not yet registered, or a URL sent as text. */
 type FormImage = { pending: PendingFile; fileName: string; mimeType: string } | { url: string };
@@ -52,20 +28,6 @@ interface EditForm {
 
 function fileTooLarge(param: string, maxBytes: number): ApiError {
   return new ApiError('file_too_large', `${param} is larger than the ${+(maxBytes / 1024 / 1024).toFixed(2)} MB limit`, param);
-}
-
-function parseMetadata(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  try {
-    return JSON.parse(value);
-  } catch {
-    throw new ApiError('invalid_parameter', '_metadata must be a JSON string', '_metadata');
-  }
-}
-
-function checkImageCount(count: number): void {
-  if (count === 0) throw new ApiError('missing_parameter', 'image is required', 'image');
-  if (count > MAX_EDIT_IMAGES) throw new ApiError('invalid_parameter', `at most ${MAX_EDIT_IMAGES} images, got ${count}`, 'image');
 }
 
 /**
@@ -99,7 +61,7 @@ async function readEditForm(request: FastifyRequest, files: FileService, maxByte
       else part.file.resume();
       continue;
     }
-    if (param === 'image' && form.images.length === MAX_EDIT_IMAGES) checkImageCount(MAX_EDIT_IMAGES + 1);
+    if (param === 'image' && form.images.length === MAX_EDIT_IMAGES) throw new ApiError('invalid_parameter', `at most ${MAX_EDIT_IMAGES} images, got ${MAX_EDIT_IMAGES + 1}`, 'image');
     if (param === 'mask' && form.mask) throw new ApiError('invalid_parameter', 'send one mask', 'mask');
     const what = param === 'image' ? `image[${form.images.length}]` : 'mask';
     const image = part.type === 'field' ? { url: String(part.value) } : await writeImagePart(files, part, what, param, maxBytes, written);
@@ -111,47 +73,40 @@ async function readEditForm(request: FastifyRequest, files: FileService, maxByte
 
 /** POST /v1/images/edits: multipart with image files, or JSON with image URLs. */
 export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const { files, settings, generations } = services;
+  const { files, settings, images } = services;
   // Multipart text fields are text, like a query string: checked against the same field
   // schema as the JSON body, with the coercion the app applies to query strings.
   const validateFormFields = app.validatorCompiler!({ schema: ImagesEditFormFields, method: 'POST', url: '/v1/images/edits', httpPart: 'querystring' });
 
-  function formFields(raw: Record<string, unknown>): EditFormFields {
+  function formFields(raw: Record<string, unknown>): ImagesEditFormFields {
     const fields = { ...raw };
     if (validateFormFields(fields) !== true) {
       throw Object.assign(new Error('invalid form fields'), { validation: (validateFormFields as { errors?: unknown[] }).errors, validationContext: 'body' });
     }
-    return fields as EditFormFields;
+    return fields as ImagesEditFormFields;
   }
 
-  /** Reads and checks the form, then registers its files as the caller's; nothing is kept on an error. */
-  async function inputFromForm(request: FastifyRequest): Promise<{ model: string; input: Record<string, unknown> }> {
+  /** Reads the form, has the service check it, then registers its files as the caller's; nothing is kept on an error. */
+  async function editFromForm(request: FastifyRequest): Promise<{ checked: CheckedImageEdit; image: string[]; mask?: string }> {
     const written: PendingFile[] = [];
     try {
       const form = await readEditForm(request, files, settings.maxFileBytes, written);
-      const { model, _metadata, ...rest } = formFields(form.fields);
-      checkImageSize(rest.size);
-      const metadata = parseMetadata(_metadata);
-      checkImageCount(form.images.length);
-      generations.resolveModel(model, ['image_edit']);
+      const checked = images.checkEdit(formFields(form.fields), form.images.length);
       const urlOf = async (image: FormImage): Promise<string> => ('url' in image ? image.url : (await files.register(request.principal.userId, image.pending, image.fileName, image.mimeType)).url);
       const image = [];
       for (const each of form.images) image.push(await urlOf(each));
       const mask = form.mask ? await urlOf(form.mask) : undefined;
-      return { model, input: { ...rest, image, ...(mask ? { mask } : {}), ...(metadata !== undefined ? { _metadata: metadata } : {}) } };
+      return { checked, image, ...(mask ? { mask } : {}) };
     } catch (err) {
       await Promise.all(written.map((pending) => files.discard(pending)));
       throw (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? fileTooLarge('image', settings.maxFileBytes) : err;
     }
   }
 
-  function inputFromJson(body: Static<typeof ImagesEditJsonBody>): { model: string; input: Record<string, unknown> } {
-    const { model, image, _metadata, ...rest } = body;
-    const images = Array.isArray(image) ? image : [image];
-    checkImageCount(images.length);
-    checkImageSize(rest.size);
-    const metadata = parseMetadata(_metadata);
-    return { model, input: { ...rest, image: images, ...(metadata !== undefined ? { _metadata: metadata } : {}) } };
+  function editFromJson(body: ImagesEditJsonBody): { checked: CheckedImageEdit; image: string[]; mask?: string } {
+    const { image, mask, ...fields } = body;
+    const list = Array.isArray(image) ? image : [image];
+    return { checked: images.checkEdit(fields, list.length), image: list, ...(mask ? { mask } : {}) };
   }
 
   app.post('/v1/images/edits', {
@@ -165,16 +120,7 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
       body: { content: { 'application/json': { schema: ImagesEditJsonBody } } },
     },
   }, async (request, reply) => {
-    const { model, input } = request.isMultipart()
-      ? await inputFromForm(request)
-      : inputFromJson(request.body as Static<typeof ImagesEditJsonBody>);
-    const outcome = await generateFor(generations, request, {
-      endpoint: 'images.edits',
-      capabilities: ['image_edit'],
-      outputType: 'image',
-      model,
-      input,
-    });
-    return sendOutcome(reply, outcome, openAiImageFields);
+    const { checked, ...refs } = request.isMultipart() ? await editFromForm(request) : editFromJson(request.body as ImagesEditJsonBody);
+    return sendOutcome(reply, await images.edit(callerOf(request), checked, refs, modeOf(request)), openAiImageFields);
   });
 };

@@ -1,6 +1,5 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { Mesh3dService } from '../../mesh3d/mesh3d-service.ts';
 import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../mesh3d/mesh3d-schemas.ts';
 import { callerOf } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
@@ -15,13 +14,7 @@ const ASYNC_NOTE = 'Always asynchronous: read the result with GET /v1/ai/result/
 
 /** 3D generation and editing. */
 export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const mesh3d = new Mesh3dService({
-    db: services.db,
-    generations: services.generations,
-    tasks: services.tasks,
-    files: services.files,
-    assets: services.assets,
-  });
+  const { mesh3d } = services;
 
   for (const kind of Object.keys(GENERATION_KINDS) as GenerationKind[]) {
     app.post(`/v1/mesh3d/generate/${kind}`, {
@@ -34,7 +27,7 @@ export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
         body: GENERATION_KINDS[kind],
         response: { 200: GenerationReply },
       },
-    }, async (request) => mesh3d.generate(kind, request.body as GenerationBody, callerOf(request)));
+    }, async (request) => (await mesh3d.generate(kind, request.body as GenerationBody, callerOf(request))).reply);
   }
 
   for (const op of Object.keys(EDIT_OPERATIONS) as EditOperation[]) {

@@ -1,6 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
+import { TaskRejectedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import type { LocalHandler } from './local-handler.ts';
+import { MAX_IMAGE_SIDE } from './image/image-size.ts';
 
 export interface LocalEngineOptions {
   /** The run's progress updates are spread over at least this long (LOCAL_ENGINE_MIN_DURATION_MS). */
@@ -34,12 +35,19 @@ const HANDLERS: Record<string, HandlerLoader> = {
   ...Object.fromEntries(MESH_ENDPOINTS.map((endpoint) => [endpoint, meshHandler(endpoint)])),
 };
 
+/** Every handler's endpoint; the image ones draw sides up to MAX_IMAGE_SIDE. Workflow parameters are read as they come. */
+const LOCAL_DECLARATION: EngineDeclaration = Object.fromEntries(Object.keys(HANDLERS).map((endpoint) => [
+  endpoint,
+  endpoint.startsWith('images.') || endpoint === 'ai.generations' ? { limits: { maxImageSide: MAX_IMAGE_SIDE } } : {},
+]));
+
 /**
  * The built-in offline engine: real files derived deterministically from the request, progress
  * spread over the configured minimum duration, cancellable at every step.
  */
 export class LocalEngine implements GenerationEngine {
   readonly cancellable = true;
+  readonly serves: EngineDeclaration = LOCAL_DECLARATION;
 
   constructor(private readonly opts: LocalEngineOptions) {}
 

@@ -1,0 +1,33 @@
+/**
+ * The digital-human calls (spec document 1): a resource made from a source video, then
+ * lip-synced videos of it. The model's mode decides which options apply; the resource must be
+ * the caller's; the task goes through the generation pipeline.
+ */
+import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
+import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS, jobResourceOf } from './digital-human-engines.ts';
+import { digitalHumanModeOf, generationInputFor } from './digital-human-options.ts';
+import type { DigitalHumanService } from './digital-human-service.ts';
+import type { DigitalHumanCreateBody, DigitalHumanGenerationBody } from './schemas.ts';
+
+type Mode = 'sync' | 'async';
+const CAPABILITIES = ['digital_human_generate'] as const;
+
+export class DigitalHumanGenerations {
+  constructor(private readonly deps: { generations: GenerationService; resources: DigitalHumanService }) {}
+
+  /** POST /v1/digital-human/create. */
+  create(caller: GenerationCaller, body: DigitalHumanCreateBody, mode: Mode): Promise<GenerationOutcome> {
+    const { model: alias, ...input } = body;
+    const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, outputType: 'text', input }, mode);
+  }
+
+  /** POST /v1/digital-human/generations: Lite-only options on a Basic model (and the reverse) are 400 unsupported_parameter. */
+  async generate(caller: GenerationCaller, body: DigitalHumanGenerationBody, mode: Mode): Promise<GenerationOutcome> {
+    const { model: alias, ...params } = body;
+    const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
+    const input = generationInputFor(digitalHumanModeOf(model), params);
+    const resource = await this.deps.resources.require(caller.ownerId, params.resource_id);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, outputType: 'video', input: { ...input, resource: jobResourceOf(resource) } }, mode);
+  }
+}
