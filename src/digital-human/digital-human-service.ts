@@ -1,5 +1,6 @@
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
+import type { DbHandle } from '../storage/db-handle.ts';
 import type { DigitalHumanRepo } from '../storage/repos/digital-human-repo.ts';
 
 /** The source video of a digital human, as its frames are played back. */
@@ -35,9 +36,14 @@ export class DigitalHumanService {
     private readonly clock: () => number = Date.now,
   ) {}
 
-  async record(spec: NewDigitalHuman): Promise<DigitalHuman> {
-    const resource: DigitalHuman = { ...spec, id: newId('dh'), createdAt: this.clock() };
-    await this.repo.insert({
+  /** A new resource with its id, not stored yet: its id goes into the create task's result first. */
+  create(spec: NewDigitalHuman): DigitalHuman {
+    return { ...spec, id: newId('dh'), createdAt: this.clock() };
+  }
+
+  /** Stores a resource through `db`, the transaction that ends its create task. */
+  async store(resource: DigitalHuman, db: DbHandle): Promise<void> {
+    await this.repo.in(db).insert({
       id: resource.id,
       owner_id: resource.ownerId,
       model: resource.model,
@@ -48,7 +54,6 @@ export class DigitalHumanService {
       upstream_resource_id: resource.upstreamResourceId,
       created_at: resource.createdAt,
     });
-    return resource;
   }
 
   /** The owner's resource, or undefined (another user's resource is never found). */

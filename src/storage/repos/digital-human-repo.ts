@@ -1,9 +1,14 @@
-import type { Db } from '../db.ts';
+import type { DbHandle } from '../db-handle.ts';
 import type { DigitalHumanRow } from '../schema.ts';
 
 /** SQL for digital-human resources. */
 export class DigitalHumanRepo {
-  constructor(private readonly db: Db) {}
+  constructor(private readonly db: DbHandle) {}
+
+  /** The same queries through `db`, a transaction in progress. */
+  in(db: DbHandle): DigitalHumanRepo {
+    return new DigitalHumanRepo(db);
+  }
 
   async insert(row: DigitalHumanRow): Promise<void> {
     await this.db.kysely.insertInto('digital_humans').values(row).execute();
