@@ -77,6 +77,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const runtimeConfig = new RuntimeConfig(new SettingsRepo(db), settings.config.callback);
   let baseUrl = settings.publicBaseUrl ?? `http://${settings.host}:${settings.port}`;
   const files = new FileService(new FilesRepo(db), blobs, { publicBaseUrl: () => baseUrl, retentionMs: settings.fileRetentionMs });
+  const urls = new OutboundUrlPolicy({ allowed: settings.fetchAllowHosts, isOwnFile: (url) => ownFileRef(files, url) !== undefined });
 
   const assets = new AssetService(new AssetsRepo(db), blobs, { logger: logger.child({ component: 'assets' }) });
 

@@ -1,5 +1,6 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
+import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
 import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage } from '../providers/spec.ts';
@@ -20,6 +21,8 @@ export interface ChatServiceDeps {
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
   files: FileService;
   conversations: ConversationsRepo;
+  /** Refuses content-part URLs the gateway would not fetch (CONTRACT §12). */
+  urls: OutboundUrlPolicy;
   /** Largest base64 file a message may carry. */
   maxFileBytes: number;
 }
@@ -109,7 +112,7 @@ export class ChatService {
     const support = mediaSupportOf(model);
     const upload = async (data: Buffer, fileName: string, mimeType: string) => (await this.deps.files.store(ownerId, data, fileName, mimeType)).url;
     const [added, history] = await Promise.all([
-      normaliseMessages(sent, { support, upload, maxBytes: this.deps.maxFileBytes }),
+      normaliseMessages(sent, { support, upload, urls: this.deps.urls, maxBytes: this.deps.maxFileBytes }),
       conversation === undefined ? NO_HISTORY : this.deps.conversations.history(ownerId, conversation),
     ]);
     const messages = adaptMessages(history.length > 0 ? [...history, ...added] : added, support);

@@ -7,6 +7,7 @@ import mime from 'mime-types';
 import type { LiveModel } from '../catalog/catalog.ts';
 import { languageCapabilityOf } from '../catalog/capabilities.ts';
 import { ApiError } from '../core/errors.ts';
+import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import { guessMimeType } from '../core/mime-type.ts';
 import type { ChatContentPart, ChatMessage } from '../providers/spec.ts';
 import type { ChatInputMessage, ChatInputPart } from './chat-input.ts';
@@ -25,6 +26,8 @@ export type Upload = (data: Buffer, fileName: string, mimeType: string) => Promi
 export interface NormaliseContext {
   support: MediaSupport;
   upload: Upload;
+  /** Media URLs reach models that fetch them: the same URLs are refused as the gateway would not fetch itself. */
+  urls: OutboundUrlPolicy;
   /** Largest decoded base64 file (the upload limit). */
   maxBytes: number;
 }
@@ -96,7 +99,8 @@ async function normalisePart(part: ChatInputPart, param: string, ctx: NormaliseC
       const { url, urls, detail } = part.image_url!;
       const list = url !== undefined ? [url] : typeof urls === 'string' ? [urls] : urls;
       if (!list?.length) throw new ApiError('missing_parameter', `${param}.image_url.url is required`, `${param}.image_url.url`);
-      return Promise.all(list.map(async (each) => {
+      return Promise.all(list.map(async (each, k) => {
+        ctx.urls.checkCallerUrl(each, url !== undefined ? `${param}.image_url.url` : Array.isArray(urls) ? `${param}.image_url.urls[${k}]` : `${param}.image_url.urls`);
         let ref = each;
         // An inline image the model cannot see becomes a link, so the data goes to the store first.
         if (!ctx.support.image && ref.startsWith('data:')) {
@@ -108,6 +112,7 @@ async function normalisePart(part: ChatInputPart, param: string, ctx: NormaliseC
     }
     case 'video_url': {
       let { url } = part.video_url!;
+      ctx.urls.checkCallerUrl(url, `${param}.video_url.url`);
       if (url.startsWith('data:')) {
         const { bytes, mimeType = 'video/mp4' } = decode(url, `${param}.video_url.url`, ctx.maxBytes);
         url = await ctx.upload(bytes, nameFor('video', mimeType), mimeType);
@@ -117,17 +122,25 @@ async function normalisePart(part: ChatInputPart, param: string, ctx: NormaliseC
     case 'input_audio': {
       const { url, data, format } = part.input_audio!;
       const withFormat = (ref: string): ChatContentPart => ({ type: 'input_audio', input_audio: format === undefined ? { url: ref } : { url: ref, format } });
-      if (url !== undefined) return [withFormat(url)];
+      if (url !== undefined) {
+        ctx.urls.checkCallerUrl(url, `${param}.input_audio.url`);
+        return [withFormat(url)];
+      }
       if (data === undefined) throw new ApiError('missing_parameter', `${param}.input_audio needs url or data`, `${param}.input_audio.url`);
-      if (REMOTE_URL.test(data)) return [withFormat(data)];
+      if (REMOTE_URL.test(data)) {
+        ctx.urls.checkCallerUrl(data, `${param}.input_audio.data`);
+        return [withFormat(data)];
+      }
       const decoded = decode(data, `${param}.input_audio.data`, ctx.maxBytes);
       const mimeType = decoded.mimeType ?? audioMimeType(format);
       return [withFormat(await ctx.upload(decoded.bytes, nameFor('audio', mimeType), mimeType))];
     }
     case 'audio_url':
+      ctx.urls.checkCallerUrl(part.audio_url!.url, `${param}.audio_url.url`);
       return [{ type: 'audio_url', audio_url: { url: part.audio_url!.url } }];
     case 'file_url': {
       const { url, file_name: fileName = part.file_url!.fileName } = part.file_url!;
+      ctx.urls.checkCallerUrl(url, `${param}.file_url.url`);
       return [{ type: 'file_url', file_url: fileName === undefined ? { url } : { url, file_name: fileName } }];
     }
     case 'file': {

@@ -3,6 +3,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import { AllowedHosts } from '../core/outbound-urls.ts';
 
 /** Connection and behaviour of one upstream provider, from GENGATE_CONFIG. */
 export const ProviderSettings = Type.Object({
@@ -103,6 +104,10 @@ export interface Settings {
   maxFileBytes: number;
   maxJsonBytes: number;
   fileRetentionMs: number;
+  /** FETCH_TIMEOUT_MS: how long fetching one URL a caller handed in may take, redirects and body included. */
+  fetchTimeoutMs: number;
+  /** FETCH_ALLOW_HOSTS: hosts, addresses and CIDR ranges exempt from the outbound URL policy (CONTRACT §12). */
+  fetchAllowHosts: AllowedHosts;
   logLevel: string;
   /** Names this process in task records (queue_status.server) and queue leases. */
   instanceId: string;
@@ -186,6 +191,14 @@ function roleSetting(env: NodeJS.ProcessEnv): Role {
   return role;
 }
 
+function allowedHostsSetting(env: NodeJS.ProcessEnv): AllowedHosts {
+  try {
+    return AllowedHosts.parse(env.FETCH_ALLOW_HOSTS);
+  } catch (err) {
+    throw new SettingsError(`FETCH_ALLOW_HOSTS: ${(err as Error).message}`);
+  }
+}
+
 /** GENGATE_CONFIG holds the JSON itself, or the path of a file holding it. */
 function parseConfig(raw: string | undefined): GengateConfig {
   if (raw === undefined || raw.trim() === '') return {};
@@ -245,6 +258,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     maxFileBytes: config.limits?.max_file_bytes ?? 20 * 1024 * 1024,
     maxJsonBytes: config.limits?.max_json_bytes ?? 32 * 1024 * 1024,
     fileRetentionMs: config.limits?.file_retention_ms ?? 24 * 60 * 60 * 1000,
+    fetchTimeoutMs: intSetting(env, 'FETCH_TIMEOUT_MS', 30_000, 1),
+    fetchAllowHosts: allowedHostsSetting(env),
     logLevel: env.LOG_LEVEL || 'info',
     instanceId: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
     workerConcurrency: intSetting(env, 'WORKER_CONCURRENCY', 16, 1),

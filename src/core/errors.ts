@@ -38,6 +38,8 @@ export const ERROR_CODES = {
   empty_animation: 400,
   prompt_too_long: 400,
   history_source_unsupported: 400,
+  // A URL the gateway will not fetch for a caller.
+  url_not_allowed: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   admin_required: 403,

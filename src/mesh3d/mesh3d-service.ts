@@ -40,6 +40,7 @@ export class Mesh3dService {
     this.histories = new Mesh3dHistories({ repo: new Mesh3dRepo(deps.db), tasks: deps.tasks });
     deps.tasks.onEnd(isMesh3dEndpoint, this.histories.onEnd);
     this.files = {
+      checkCallerUrl: (url, param) => deps.generations.checkCallerUrl(url, param),
       fileUrl: (id, fileName) => deps.files.urlOf(id, fileName),
       hasAssetHash: (ownerId, hash) => deps.assets.hashExists(ownerId, hash),
       assetHash: async (ownerId, assetId) => {

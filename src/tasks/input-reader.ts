@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { buffer } from 'node:stream/consumers';
 import { contentKey, looksLikeAssetHash } from '../assets/asset-hash.ts';
 import type { AssetService } from '../assets/asset-service.ts';
@@ -6,6 +5,7 @@ import { guessMimeType } from '../core/mime-type.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
 import type { InputFile } from '../providers/spec.ts';
+import { UrlNotAllowedError, type FetchedFile, type OutboundFetcher } from './outbound-fetch.ts';
 
 /** A reference in a request that cannot be read; the task fails with this message. */
 export class InputUnavailableError extends Error {}
@@ -15,11 +15,11 @@ const DATA_URI = /^data:([^;,]*)(;base64)?,/i;
 /**
  * Reads the media a request points at, for engines: the gateway's own file URLs and asset
  * hashes straight from the store (so the offline engine never needs the network), data URIs,
- * and remote http(s) URLs, every one bounded by the file size limit.
+ * and remote http(s) URLs through the outbound URL policy, every one bounded by the file size limit.
  */
 export class InputReader {
   constructor(
-    private readonly deps: { files: FileService; assets: AssetService; blobs: BlobStore; maxBytes: number; fetchTimeoutMs: number },
+    private readonly deps: { files: FileService; assets: AssetService; blobs: BlobStore; maxBytes: number; fetcher: OutboundFetcher },
   ) {}
 
   async read(ownerId: string, ref: string): Promise<InputFile> {
@@ -55,41 +55,36 @@ export class InputReader {
     return this.fetchRemote(url);
   }
 
-  /** A URL of this gateway's file store (`…/files/<id>/<name>`), read without a request. */
+  /** A URL of this gateway's file store, read without a request. */
   private async ownFile(url: URL): Promise<InputFile | undefined> {
-    const probe = this.deps.files.urlOf('ID', 'NAME');
-    const prefix = probe.slice(0, probe.indexOf('/files/ID/') + '/files/'.length);
-    if (!url.href.startsWith(prefix)) return undefined;
-    const [id, name] = url.href.slice(prefix.length).split('?')[0]!.split('/');
-    if (!id || !name) return undefined;
-    const opened = await this.deps.files.open(id, decodeURIComponent(name));
+    const ref = ownFileRef(this.deps.files, url);
+    if (!ref) return undefined;
+    const opened = await this.deps.files.open(ref.id, ref.name);
     if (!opened) throw new InputUnavailableError(`file ${url.href} does not exist or has expired`);
     return { data: await buffer(opened.stream), mimeType: opened.row.mime_type, fileName: opened.row.file_name };
   }
 
   private async fetchRemote(url: URL): Promise<InputFile> {
-    let res: Response;
+    let fetched: FetchedFile;
     try {
-      res = await fetch(url, { signal: AbortSignal.timeout(this.deps.fetchTimeoutMs), redirect: 'follow' });
+      fetched = await this.deps.fetcher.get(url);
     } catch (err) {
-      throw new InputUnavailableError(`cannot fetch ${url.href}: ${(err as Error).message}`);
+      throw err instanceof UrlNotAllowedError ? err : new InputUnavailableError((err as Error).message);
     }
-    if (!res.ok || !res.body) throw new InputUnavailableError(`fetching ${url.href} answered HTTP ${res.status}`);
-    const declared = Number(res.headers.get('content-length') ?? 0);
-    if (declared > this.deps.maxBytes) throw new InputUnavailableError(`input ${url.href} is larger than ${this.deps.maxBytes} bytes`);
-    const chunks: Buffer[] = [];
-    let size = 0;
-    for await (const chunk of Readable.fromWeb(res.body as import('node:stream/web').ReadableStream<Uint8Array>) as AsyncIterable<Buffer>) {
-      size += chunk.length;
-      if (size > this.deps.maxBytes) throw new InputUnavailableError(`input ${url.href} is larger than ${this.deps.maxBytes} bytes`);
-      chunks.push(chunk);
-    }
-    const data = Buffer.concat(chunks);
+    const { data, contentType } = fetched;
     const fileName = decodeURIComponent(url.pathname.split('/').pop() || 'input');
-    const header = res.headers.get('content-type')?.split(';')[0]?.trim();
-    const mimeType = header && header !== 'application/octet-stream' ? header : guessMimeType(fileName, data);
+    const mimeType = contentType && contentType !== 'application/octet-stream' ? contentType : guessMimeType(fileName, data);
     return { data, mimeType, fileName };
   }
+}
+
+/** The id and name of a URL of this gateway's file store (`…/files/<id>/<name>`), else undefined. */
+export function ownFileRef(files: FileService, url: URL): { id: string; name: string } | undefined {
+  const probe = files.urlOf('ID', 'NAME');
+  const prefix = probe.slice(0, probe.indexOf('/files/ID/') + '/files/'.length);
+  if (!url.href.startsWith(prefix)) return undefined;
+  const [id, name] = url.href.slice(prefix.length).split('?')[0]!.split('/');
+  return id && name ? { id, name: decodeURIComponent(name) } : undefined;
 }
 
 function describe(ref: string): string {

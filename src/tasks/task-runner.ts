@@ -7,6 +7,7 @@ import { TaskCancelledError, TaskFailedError, TaskRejectedError, type Generation
 import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
+import { UrlNotAllowedError } from './outbound-fetch.ts';
 import type { TaskClaim } from './task-queue.ts';
 import type { BillingEntry } from '../core/result-types.ts';
 import type { TaskResult } from './task-record.ts';
@@ -108,6 +109,11 @@ export class TaskRunner {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
         const reason: unknown = controller.signal.reason;
         if (!(reason instanceof TaskCancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
+        return;
+      }
+      if (err instanceof UrlNotAllowedError) {
+        // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
+        await this.fail(row.id, err.message);
         return;
       }
       if (err instanceof InputUnavailableError) {

@@ -31,12 +31,12 @@ export function tempDataDir(): string {
 /**
  * Starts the real server in this process on a random port with an empty data directory.
  * Only the given env is used (never the caller's DATABASE_URL by accident); `parts` replaces
- * pieces such as the engines.
+ * pieces such as the engines. FETCH_ALLOW_HOSTS defaults to 127.0.0.1, where the fakes listen.
  */
 export async function startTestServer(env: Record<string, string> = {}, parts: ServerParts = {}): Promise<TestServer> {
   const dataDir = env.DATA_DIR ?? tempDataDir();
   const adminToken = env.ADMIN_TOKEN ?? `test-admin-${randomBytes(8).toString('hex')}`;
-  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', ...env, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken });
+  const settings = loadSettings({ PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'silent', FETCH_ALLOW_HOSTS: '127.0.0.1', ...env, DATA_DIR: dataDir, ADMIN_TOKEN: adminToken });
   const server = await startServer(settings, pino({ level: 'silent' }), parts);
   const doFetch: TestServer['fetch'] = (pathname, init = {}) => {
     const { token, json, ...rest } = init;
