@@ -79,7 +79,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const files = new FileService(new FilesRepo(db), blobs, { publicBaseUrl: () => baseUrl, retentionMs: settings.fileRetentionMs });
   const urls = new OutboundUrlPolicy({ allowed: settings.fetchAllowHosts, isOwnFile: (url) => ownFileRef(files, url) !== undefined });
 
-  const assets = new AssetService(new AssetsRepo(db), blobs, { logger: logger.child({ component: 'assets' }) });
+  const assets = new AssetService(new AssetsRepo(db), blobs, {
+    sweep: { intervalMs: settings.assetSweepIntervalMs, batchSize: settings.assetSweepBatch },
+    logger: logger.child({ component: 'assets' }),
+  });
 
   // With REDIS_URL the instances of a deployment share the queue and every bus message. The Redis
   // clients (ioredis, BullMQ: some 20 MB of memory) are loaded only then.
@@ -144,6 +147,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(settings.fileRetentionMs / 4))));
   sweepTimer.unref();
   void sweep();
+  assets.sweeper.start();
   if (runsTasks) {
     queue.start(runner.handle, settings.workerConcurrency);
     callbacks.start();
@@ -156,6 +160,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     services,
     close: async () => {
       clearInterval(sweepTimer);
+      await assets.sweeper.stop();
       // WebSocket connections first: the HTTP servers wait for every open connection.
       await realtime.close();
       await realtimeServer?.close();

@@ -101,7 +101,8 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
         return;
       }
       schema = env.env.DATABASE_SCHEMA;
-      srv = await startTestServer(env.env);
+      // No periodic sweep: the tests run it when they mean to, so it never races their assertions.
+      srv = await startTestServer({ ASSET_SWEEP_INTERVAL_MS: '0', ...env.env });
     });
     after(async () => {
       await srv?.close();
@@ -135,6 +136,7 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
     };
     const names = (body: Json): string[] => body.assets.map((x: Json) => x.name);
     const blobPath = (hash: string) => path.join(srv.dataDir, 'blobs', 'assets', hash.slice('blake3:'.length));
+    const sweeper = () => srv.server.services.assets.sweeper;
     const uploadImage = async (token: string, o: { content: Buffer; filename: string; type?: string; subfolder?: string; overwrite?: string; partType?: string }): Promise<Answer> => {
       const form = new FormData();
       if (o.type !== undefined) form.append('type', o.type);
@@ -603,6 +605,7 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       const lost = await upload(token, { content, name: 'lost', tags: ['input', 'shared'] });
       await upload(token, { content: unique(), name: 'kept', tags: ['input', 'shared'] });
       fs.rmSync(blobPath(lost.body.asset_hash));
+      assert.ok((await sweeper().sweepAll()) >= 1);
       const record = (await get(token, `/api/assets/${lost.body.id}`)).body;
       assert.deepEqual(record.tags, ['input', 'missing', 'shared']);
       assert.equal('preview_url' in record, false);
@@ -623,25 +626,40 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       assert.deepEqual(names(await list(token, 'sort=name&order=asc')), ['kept', 'lost']);
     });
 
-    test('the missing check also runs from the service (checkMissing) and on listing', async () => {
+    test('the sweeper tags vanished content missing and clears the tag when the bytes are back; reads do not look', async () => {
       const token = await newUser();
       const content = unique('checked');
       const a = await upload(token, { content, name: 'checked', tags: ['input'] });
       fs.rmSync(blobPath(a.body.asset_hash));
-      assert.ok((await srv.server.services.assets.checkMissing([a.body.asset_hash])) >= 1);
-      assert.equal((await srv.server.services.assets.checkMissing([a.body.asset_hash])) , 0, 'nothing changes twice');
+      assert.deepEqual(names(await list(token)), ['checked'], 'a listing does not look at the blob store');
+      assert.ok((await sweeper().check([a.body.asset_hash])) >= 1);
+      assert.equal(await sweeper().check([a.body.asset_hash]), 0, 'nothing changes twice');
       assert.equal((await list(token)).total, 0);
       fs.writeFileSync(blobPath(a.body.asset_hash), content);
-      assert.deepEqual(names(await list(token)), ['checked'], 'the listing notices the content is back');
+      assert.equal((await list(token)).total, 0, 'still missing until the sweep sees the bytes');
+      assert.ok((await sweeper().sweepAll()) >= 1, 'a full sweep notices the content is back');
+      assert.deepEqual(names(await list(token)), ['checked']);
       assert.deepEqual((await get(token, `/api/assets/${a.body.id}`)).body.tags, ['input']);
       fs.rmSync(blobPath(a.body.asset_hash));
-      assert.ok((await srv.server.services.assets.checkMissing()) >= 1, 'a full check finds it gone again');
+      assert.ok((await sweeper().sweepAll()) >= 1, 'a full sweep finds it gone again');
       fs.writeFileSync(blobPath(a.body.asset_hash), content);
-      assert.ok((await srv.server.services.assets.checkMissing()) >= 1, 'and back again');
+      assert.ok((await sweeper().sweepAll()) >= 1, 'and back again');
       assert.deepEqual(names(await list(token)), ['checked']);
-      const b = await upload(token, { content: unique(), name: 'listed', tags: ['input'] });
-      fs.rmSync(blobPath(b.body.asset_hash));
-      assert.deepEqual(names(await list(token)), ['checked'], 'a page holding vanished content is checked and re-read');
+      assert.equal(await sweeper().sweepAll(), 0, 'a sweep over unchanged content changes nothing');
+    });
+
+    test('reading content that has gone answers 404 FILE_NOT_FOUND before any sweep, and the record leaves listings at once', async () => {
+      const token = await newUser();
+      const kept = await upload(token, { content: unique('kept'), name: 'kept', tags: ['input'] });
+      const gone = await upload(token, { content: unique('gone'), filename: 'gone.txt', name: 'gone', tags: ['input'] });
+      fs.rmSync(blobPath(gone.body.asset_hash));
+      assertAssetError(await get(token, '/api/view?filename=gone.txt&type=input'), 404, 'FILE_NOT_FOUND');
+      assertAssetError(await get(token, `/api/assets/${gone.body.id}/content`), 404, 'FILE_NOT_FOUND');
+      assert.deepEqual(names(await list(token)), ['kept']);
+      assert.deepEqual((await get(token, `/api/assets/${gone.body.id}`)).body.tags, ['input', 'missing']);
+      const res = await srv.fetch(`/api/assets/${kept.body.id}/content`, { token });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
     });
 
     // ---- HEAD by hash and create from hash ---------------------------------------------------------
@@ -823,8 +841,8 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       }
 
       const { userId } = await newUserWithId('outputs');
-      const out1 = await srv.server.services.assets.registerOutput({ userId, jobId: 'task_1', fileName: 'result.png', mimeType: 'image/png', source: Buffer.from('r1') });
-      const out2 = await srv.server.services.assets.registerOutput({ userId, jobId: 'task_2', fileName: 'result.png', mimeType: 'image/png', source: Buffer.from('r2') });
+      const out1 = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_1', fileName: 'result.png', mimeType: 'image/png', source: Buffer.from('r1') });
+      const out2 = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_2', fileName: 'result.png', mimeType: 'image/png', source: Buffer.from('r2') });
       assert.equal(out1.preview_url, '/api/view?type=output&filename=result.png');
       assert.equal(out2.preview_url, '/api/view?type=output&filename=result%20(1).png');
     });
@@ -872,7 +890,7 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       const { userId, token } = await newUserWithId('owner');
       const stranger = await newUser('stranger');
       const bytes = Buffer.concat([PNG, unique('output')]);
-      const record = await srv.server.services.assets.registerOutput({ userId, jobId: 'task_abc123', fileName: 'result.png', mimeType: 'image/png', source: bytes });
+      const record = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_abc123', fileName: 'result.png', mimeType: 'image/png', source: bytes });
       assert.deepEqual(record.tags, ['output']);
       assert.equal(record.job_id, 'task_abc123');
       assert.equal(record.prompt_id, 'task_abc123');
@@ -960,3 +978,33 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
 
 assetSuite('asset registry (SQLite)', async () => ({ env: {} }));
 assetSuite('asset registry (PostgreSQL)', () => postgresEnv());
+
+describe('asset registry: the periodic missing-content sweep', () => {
+  it('walks every content in batches of ASSET_SWEEP_BATCH and tags the records of content that has gone', { timeout: 20_000 }, async () => {
+    const srv = await startTestServer({ ASSET_SWEEP_INTERVAL_MS: '10', ASSET_SWEEP_BATCH: '2' });
+    try {
+      const token = await srv.tokenFor('sweep-owner');
+      const hashes: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        const form = uploadForm({ content: unique(`swept-${i}`), name: `n${i}`, tags: ['input'] });
+        const a = await answer(await srv.fetch('/api/assets', { method: 'POST', token, body: form }));
+        assert.equal(a.status, 201, JSON.stringify(a.body));
+        hashes.push(a.body.asset_hash);
+      }
+      // The first and the last content in hash order: the walk must reach both ends.
+      const gone = [...hashes].sort().filter((_, i, all) => i === 0 || i === all.length - 1);
+      for (const hash of gone) fs.rmSync(path.join(srv.dataDir, 'blobs', 'assets', hash.slice('blake3:'.length)));
+      const sweeper = srv.server.services.assets.sweeper;
+      // The walk under way may have passed those contents already; the next one starts after the removal.
+      await sweeper.nextRound();
+      await sweeper.nextRound();
+      const listed = await answer(await srv.fetch('/api/assets?limit=10', { token }));
+      assert.equal(listed.body.total, 3);
+      assert.equal(listed.body.assets.some((x: Json) => gone.includes(x.asset_hash)), false);
+      const missing = await answer(await srv.fetch('/api/assets?include_tags=missing', { token }));
+      assert.deepEqual(missing.body.assets.map((x: Json) => x.asset_hash).sort(), gone);
+    } finally {
+      await srv.close();
+    }
+  });
+});

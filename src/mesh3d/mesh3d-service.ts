@@ -42,10 +42,10 @@ export class Mesh3dService {
     this.files = {
       checkCallerUrl: (url, param) => deps.generations.checkCallerUrl(url, param),
       fileUrl: (id, fileName) => deps.files.urlOf(id, fileName),
-      hasAssetHash: (ownerId, hash) => deps.assets.hashExists(ownerId, hash),
+      hasAssetHash: (ownerId, hash) => deps.assets.records.hashExists(ownerId, hash),
       assetHash: async (ownerId, assetId) => {
         try {
-          return (await deps.assets.get(ownerId, assetId)).hash;
+          return (await deps.assets.records.get(ownerId, assetId)).hash;
         } catch (err) {
           if (err instanceof ApiError && err.status === 404) return undefined;
           throw err;

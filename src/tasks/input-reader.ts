@@ -37,7 +37,7 @@ export class InputReader {
       return { data, mimeType, fileName: 'input' };
     }
     if (looksLikeAssetHash(ref)) {
-      if (!(await this.deps.assets.hashExists(ownerId, ref))) throw new InputUnavailableError(`no asset with content ${ref}`);
+      if (!(await this.deps.assets.records.hashExists(ownerId, ref))) throw new InputUnavailableError(`no asset with content ${ref}`);
       const stream = await this.deps.blobs.open(contentKey(ref));
       if (!stream) throw new InputUnavailableError(`the content ${ref} is missing`);
       const data = await buffer(stream);

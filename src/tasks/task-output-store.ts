@@ -1,4 +1,5 @@
-import type { AssetService, StoredOutputContent } from '../assets/asset-service.ts';
+import type { StoredOutputContent } from '../assets/asset-outputs.ts';
+import type { AssetService } from '../assets/asset-service.ts';
 import type { FileService, PendingFile } from '../files/file-service.ts';
 import type { GeneratedFile } from '../providers/spec.ts';
 import type { EndHandler } from './task-endings.ts';
@@ -28,14 +29,14 @@ export class TaskOutputStore {
     const drop = async () => {
       for (const { served, asset } of stored) {
         await this.deps.files.discard(served);
-        await this.deps.assets.dropOutput(asset);
+        await this.deps.assets.outputs.dropOutput(asset);
       }
     };
     try {
       for (const file of ending.output.files) {
         const served = await this.deps.files.write(file.data);
         try {
-          stored.push({ file, served, asset: await this.deps.assets.storeOutput(file.data) });
+          stored.push({ file, served, asset: await this.deps.assets.outputs.storeOutput(file.data) });
         } catch (err) {
           await this.deps.files.discard(served);
           throw err;
@@ -51,7 +52,7 @@ export class TaskOutputStore {
       write: async (db) => {
         for (const { file, served, asset } of stored) {
           await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db);
-          await this.deps.assets.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
+          await this.deps.assets.outputs.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
         }
       },
       abandon: drop,

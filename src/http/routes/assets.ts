@@ -6,7 +6,10 @@ import { ApiError } from '../../core/errors.ts';
 import { looksLikeAssetHash, parseAssetHash } from '../../assets/asset-hash.ts';
 import { parseJsonObject, type JsonObject } from '../../assets/asset-metadata.ts';
 import { normalizeTags, parseTagFields, parseTagQuery, type RootTag } from '../../assets/asset-tags.ts';
-import { normalizeSubfolder, safeFileName, type AssetService, type IngestedContent, type OpenedAsset } from '../../assets/asset-service.ts';
+import type { IngestedContent } from '../../assets/asset-ingest.ts';
+import { normalizeSubfolder, safeFileName } from '../../assets/asset-names.ts';
+import type { AssetService } from '../../assets/asset-service.ts';
+import type { OpenedAsset } from '../../assets/asset-view.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -162,17 +165,17 @@ async function readMultipart(request: FastifyRequest, assets: AssetService, file
       }
       out.fileName = file.filename || undefined;
       out.mimeType = file.mimetype && file.mimetype !== 'application/octet-stream' ? file.mimetype : undefined;
-      out.ingested = await assets.ingest(file.file);
+      out.ingested = await assets.ingest.ingest(file.file);
       if (file.file.truncated) {
         failure ??= new ApiError('file_too_large', `${fileField} is larger than the ${assets.maxUploadBytes} byte limit of the asset registry`, fileField);
       }
     }
   } catch (err) {
-    if (out.ingested) await assets.discard(out.ingested);
+    if (out.ingested) await assets.ingest.discard(out.ingested);
     throw err;
   }
   if (failure) {
-    if (out.ingested) await assets.discard(out.ingested);
+    if (out.ingested) await assets.ingest.discard(out.ingested);
     throw failure;
   }
   return out;
@@ -193,7 +196,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: { tags, security, summary: 'Whether content with this hash exists among your assets (200 / 404)', params: Type.Object({ hash: Type.String() }) },
   }, async (request, reply) => {
     const hash = parseAssetHash(request.params.hash);
-    if (!(await assets.hashExists(request.principal.userId, hash))) throw new ApiError('ASSET_NOT_FOUND', `no content with hash ${hash}`, null, {}, {}, { hash });
+    if (!(await assets.records.hashExists(request.principal.userId, hash))) throw new ApiError('ASSET_NOT_FOUND', `no content with hash ${hash}`, null, {}, {}, { hash });
     return reply.code(200).send();
   });
 
@@ -201,7 +204,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: { tags, security, summary: 'List your assets', querystring: ListQuery, response: { 200: Type.Object({ assets: Type.Array(Asset), total: Type.Integer(), has_more: Type.Boolean() }), 400: ErrorBody } },
   }, async (request) => {
     const q = request.query;
-    return assets.list(request.principal.userId, {
+    return assets.records.list(request.principal.userId, {
       ...filtersOf(q),
       limit: q.limit ?? 20,
       offset: q.offset ?? 0,
@@ -213,7 +216,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.get('/api/assets/tags/refine', {
     schema: { tags, security, summary: 'Tag histogram over the assets a listing with these filters returns', querystring: RefineQuery, response: { 200: Type.Object({ tag_counts: Type.Record(Type.String(), Type.Integer()) }) } },
   }, async (request) => ({
-    tag_counts: await assets.refineTags(request.principal.userId, { ...filtersOf(request.query), limit: request.query.limit ?? 100 }),
+    tag_counts: await assets.tags.refine(request.principal.userId, { ...filtersOf(request.query), limit: request.query.limit ?? 100 }),
   }));
 
   app.post('/api/assets/from-hash', {
@@ -221,7 +224,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const body = request.body;
     const hash = parseAssetHash(requiredField(body.hash, 'hash'));
-    const created = await assets.createFromHash(request.principal.userId, hash, {
+    const created = await assets.uploads.createFromHash(request.principal.userId, hash, {
       name: body.name,
       tags: tagsOfBody(body.tags),
       userMetadata: (body.user_metadata ?? {}) as JsonObject,
@@ -262,24 +265,24 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       if (spec.name && spec.name.length > 512) throw new ApiError('INVALID_BODY', 'name is longer than 512 characters', 'name');
       let created;
       if (ingested) {
-        created = await assets.upload(userId, ingested, spec);
+        created = await assets.uploads.upload(userId, ingested, spec);
       } else if (spec.expectedHash) {
-        if (!(await assets.hashExists(userId, spec.expectedHash))) throw new ApiError('MISSING_INPUT', 'no file was sent and no content with that hash is known', 'file');
-        created = await assets.createFromHash(userId, spec.expectedHash, spec);
+        if (!(await assets.records.hashExists(userId, spec.expectedHash))) throw new ApiError('MISSING_INPUT', 'no file was sent and no content with that hash is known', 'file');
+        created = await assets.uploads.createFromHash(userId, spec.expectedHash, spec);
       } else {
         throw new ApiError('MISSING_FILE', 'file is required', 'file');
       }
       return reply.code(created.createdNew ? 201 : 200).send(created.asset);
     } catch (err) {
       // upload() files or discards the content itself; anything thrown before it leaves the temp blob.
-      if (ingested) await assets.discard(ingested).catch(() => undefined);
+      if (ingested) await assets.ingest.discard(ingested).catch(() => undefined);
       throw err;
     }
   });
 
   app.get('/api/assets/:id', {
     schema: { tags, security, summary: 'One of your assets', params: IdParams, response: { 200: Asset, 404: ErrorBody } },
-  }, async (request) => assets.get(request.principal.userId, request.params.id));
+  }, async (request) => assets.records.get(request.principal.userId, request.params.id));
 
   app.get('/api/assets/:id/content', {
     schema: {
@@ -290,7 +293,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       querystring: Type.Object({ disposition: Type.Optional(Type.Enum(['inline', 'attachment'], { default: 'attachment' })) }),
     },
   }, async (request, reply) => {
-    const opened = await assets.openContent(request.principal.userId, request.params.id);
+    const opened = await assets.view.openContent(request.principal.userId, request.params.id);
     return sendFile(reply, opened, request.query.disposition ?? 'attachment');
   });
 
@@ -301,7 +304,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     if (body.name === undefined && body.user_metadata === undefined && body.preview_id === undefined) {
       throw new ApiError('INVALID_BODY', 'give at least one of name, user_metadata, preview_id');
     }
-    return assets.update(request.principal.userId, request.params.id, {
+    return assets.records.update(request.principal.userId, request.params.id, {
       name: body.name,
       userMetadata: body.user_metadata as JsonObject | undefined,
       previewId: body.preview_id === '' ? null : body.preview_id,
@@ -311,7 +314,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.delete('/api/assets/:id', {
     schema: { tags, security, summary: 'Delete an asset (soft delete: the content is kept)', params: IdParams },
   }, async (request, reply) => {
-    await assets.delete(request.principal.userId, request.params.id);
+    await assets.records.delete(request.principal.userId, request.params.id);
     return reply.code(204).send();
   });
 
@@ -324,7 +327,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       body: TagsBody,
       response: { 200: Type.Object({ added: Type.Array(Type.String()), already_present: Type.Array(Type.String()), total_tags: Type.Array(Type.String()) }) },
     },
-  }, async (request) => assets.addTags(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
+  }, async (request) => assets.tags.add(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
 
   app.delete('/api/assets/:id/tags', {
     schema: {
@@ -335,7 +338,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       body: TagsBody,
       response: { 200: Type.Object({ removed: Type.Array(Type.String()), not_present: Type.Array(Type.String()), total_tags: Type.Array(Type.String()) }) },
     },
-  }, async (request) => assets.removeTags(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
+  }, async (request) => assets.tags.remove(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
 
   app.get('/api/tags', {
     schema: {
@@ -347,7 +350,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     },
   }, async (request) => {
     const q = request.query;
-    return assets.listTags(request.principal.userId, { prefix: q.prefix, limit: q.limit ?? 100, offset: q.offset ?? 0, order: q.order ?? 'count_desc' });
+    return assets.tags.list(request.principal.userId, { prefix: q.prefix, limit: q.limit ?? 100, offset: q.offset ?? 0, order: q.order ?? 'count_desc' });
   });
 
   app.get('/api/view', {
@@ -355,7 +358,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const q = request.query;
     const filename = requiredField(q.filename, 'filename', 'INVALID_QUERY');
-    const opened = await assets.openView(request.principal.userId, {
+    const opened = await assets.view.openView(request.principal.userId, {
       hash: looksLikeAssetHash(filename) ? parseAssetHash(filename, 'filename') : undefined,
       filename,
       subfolder: normalizeSubfolder(q.subfolder),
@@ -380,7 +383,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       const type = lastField(form.fields, 'type') ?? 'input';
       if (type !== 'input' && type !== 'output' && type !== 'temp') throw new ApiError('INVALID_BODY', 'type must be one of input, output, temp', 'type');
       const overwrite = lastField(fields, 'overwrite');
-      return await assets.uploadImage(request.principal.userId, ingested, {
+      return await assets.uploads.uploadImage(request.principal.userId, ingested, {
         fileName: safeFileName(form.fileName, 'image'),
         type,
         subfolder: normalizeSubfolder(lastField(fields, 'subfolder')),
@@ -388,7 +391,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
         partMimeType: form.mimeType,
       });
     } catch (err) {
-      await assets.discard(ingested).catch(() => undefined);
+      await assets.ingest.discard(ingested).catch(() => undefined);
       throw err;
     }
   });

@@ -114,8 +114,22 @@ export class AssetsRepo {
     await this.k.insertInto('asset_contents').values(row).onConflict((oc) => oc.column('hash').doNothing()).execute();
   }
 
-  async allContentHashes(): Promise<string[]> {
-    return (await this.k.selectFrom('asset_contents').select('hash').execute()).map((r) => r.hash);
+  /** Up to `limit` content hashes after `after` in hash order (from the first without it): one batch of a walk over every content. */
+  async contentHashesAfter(after: string | undefined, limit: number): Promise<string[]> {
+    const rows = await this.k
+      .selectFrom('asset_contents')
+      .select('hash')
+      .$if(after !== undefined, (qb) => qb.where('hash', '>', after!))
+      .orderBy('hash')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.hash);
+  }
+
+  /** The recorded byte count of a content. */
+  async contentSize(hash: string): Promise<number | undefined> {
+    const row = await this.k.selectFrom('asset_contents').select('size').where('hash', '=', hash).executeTakeFirst();
+    return row === undefined ? undefined : Number(row.size);
   }
 
   /**
@@ -169,9 +183,17 @@ export class AssetsRepo {
     return out;
   }
 
-  /** Whether the owner has a live record of that content. */
-  async ownerHasHash(ownerId: string, hash: string): Promise<boolean> {
-    const row = await this.k.selectFrom('asset_refs').select('id').where('owner_id', '=', ownerId).where('asset_hash', '=', hash).where('deleted_at', 'is', null).limit(1).executeTakeFirst();
+  /** Whether the owner has a live record of that content; with `present`, one not tagged missing. */
+  async ownerHasHash(ownerId: string, hash: string, opts: { present?: boolean } = {}): Promise<boolean> {
+    const row = await this.k
+      .selectFrom('asset_refs as r')
+      .select('r.id')
+      .where('r.owner_id', '=', ownerId)
+      .where('r.asset_hash', '=', hash)
+      .where('r.deleted_at', 'is', null)
+      .$if(opts.present === true, (qb) => qb.where((eb) => eb.not(hasTag(eb, MISSING))))
+      .limit(1)
+      .executeTakeFirst();
     return row !== undefined;
   }
 
@@ -316,12 +338,6 @@ export class AssetsRepo {
     return { rows: rows.map((r) => ({ name: r.name, count: Number(r.count) })), total: Number(total.n) };
   }
 
-  /** Content hashes of the owner's live records. */
-  async liveHashesOf(ownerId: string): Promise<string[]> {
-    const rows = await this.k.selectFrom('asset_refs').select('asset_hash').distinct().where('owner_id', '=', ownerId).where('deleted_at', 'is', null).execute();
-    return rows.map((r) => r.asset_hash);
-  }
-
   /**
    * Marks (or clears) the automatic `missing` tag on every record of the given contents, all
    * owners included: the bytes are shared. Answers how many records changed.
@@ -363,12 +379,6 @@ export class AssetsRepo {
       .select('r.asset_hash')
       .distinct()
       .where('t.tag', '=', MISSING);
-  }
-
-  /** Content hashes of the owner's live records that are marked missing. */
-  async missingHashesOf(ownerId: string): Promise<string[]> {
-    const rows = await this.missingHashes().where('r.owner_id', '=', ownerId).where('r.deleted_at', 'is', null).execute();
-    return rows.map((r) => r.asset_hash);
   }
 
   /** Which of the hashes have records currently marked missing. */

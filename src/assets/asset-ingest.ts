@@ -1,0 +1,82 @@
+import { randomUUID } from 'node:crypto';
+import type { Readable } from 'node:stream';
+import type { AssetContext } from './asset-context.ts';
+import { contentKey, createHashTap } from './asset-hash.ts';
+
+/** Content written to a temporary blob and hashed, not yet filed under its hash. */
+export interface IngestedContent {
+  tempKey: string;
+  /** `blake3:<64 hex>`. */
+  hash: string;
+  size: number;
+  /** First bytes, for sniffing the type. */
+  head: Buffer;
+}
+
+/**
+ * Content coming in: streamed to a temporary blob while hashed, then filed once per hash under
+ * `assets/<hex>`, or released again when the request that brought it is refused.
+ */
+export class AssetIngest {
+  constructor(private readonly ctx: AssetContext) {}
+
+  /** Streams content to a temporary blob while hashing it. */
+  async ingest(source: Readable): Promise<IngestedContent> {
+    const tap = await createHashTap(source);
+    const tempKey = `assets/.incoming/${randomUUID()}`;
+    try {
+      await this.ctx.blobs.put(tempKey, tap.stream);
+    } catch (err) {
+      await this.ctx.blobs.delete(tempKey).catch(() => undefined);
+      throw err;
+    }
+    return { tempKey, ...tap.result() };
+  }
+
+  /** Drops ingested content that will not be kept. */
+  async discard(ingested: IngestedContent): Promise<void> {
+    await this.ctx.blobs.delete(ingested.tempKey);
+  }
+
+  /** Moves ingested content to `assets/<hex>` unless the store has those bytes; answers whether they were new. */
+  async store(ingested: IngestedContent): Promise<boolean> {
+    const key = contentKey(ingested.hash);
+    if ((await this.ctx.blobs.size(key)) === undefined) {
+      await this.ctx.blobs.move(ingested.tempKey, key);
+      return true;
+    }
+    await this.ctx.blobs.delete(ingested.tempKey);
+    return false;
+  }
+
+  /** The content row of stored bytes. */
+  async record(content: { hash: string; size: number }, stored: boolean): Promise<void> {
+    // The bytes are back: records that were marked missing are whole again.
+    if (stored) await this.ctx.repo.setMissing([content.hash], false, this.ctx.now());
+    await this.ctx.repo.upsertContent({ hash: content.hash, size: content.size, blob_key: contentKey(content.hash), created_at: this.ctx.now() });
+  }
+
+  /**
+   * Files the content under its hash, runs fn, and removes the content again when fn fails and
+   * no record refers to it, so a refused request leaves nothing behind.
+   */
+  async withCommitted<T>(ingested: IngestedContent, fn: () => Promise<T>): Promise<T> {
+    const stored = await this.store(ingested);
+    await this.record(ingested, stored);
+    try {
+      return await fn();
+    } catch (err) {
+      await this.releaseIfUnreferenced(ingested.hash, stored);
+      throw err;
+    }
+  }
+
+  private async releaseIfUnreferenced(hash: string, stored: boolean): Promise<void> {
+    if (!stored) return;
+    try {
+      if (await this.ctx.repo.deleteUnreferencedContent(hash)) await this.ctx.blobs.delete(contentKey(hash));
+    } catch (err) {
+      this.ctx.logger?.warn({ err, hash }, 'could not remove unreferenced asset content');
+    }
+  }
+}
