@@ -35,7 +35,7 @@ class GatedEngine implements GenerationEngine {
 
   /** Lets the task's run finish once it has started. */
   async finish(taskId: string): Promise<void> {
-    while (!this.gates.has(taskId)) await Promise.race([new Promise((r) => this.arrivals.push(r)), delay(50)]);
+    while (!this.gates.has(taskId)) await Promise.race([new Promise<void>((r) => this.arrivals.push(r)), delay(50)]);
     this.gates.get(taskId)!();
   }
 }
