@@ -27,7 +27,11 @@ export interface TaskEnding {
 
 /** What a handler does inside the transaction that ends the task. */
 export interface EndWork {
-  /** Writes the handler's rows through `db`, the transaction; throwing rolls the whole end back. */
+  /**
+   * Writes the handler's rows through `db`, the transaction; throwing rolls the whole end back.
+   * Only `db` may be used here: on SQLite the transaction holds the one connection, so a query
+   * through the pool would wait for it forever.
+   */
   write(db: DbHandle): Promise<void>;
   /**
    * Called instead when the end is not written (the task ended otherwise meanwhile, or a write
