@@ -130,7 +130,8 @@ const provider: MigrationProvider = { getMigrations: async () => migrations };
 
 async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefined): Promise<void> {
   // The migration bookkeeping lives beside the tables, so schemas sharing a database stay independent.
-  const migrator = new Migrator({ db: kysely, provider, ...(schema ? { migrationTableSchema: schema } : {}) });
+  // Unordered: a store created before a lower-numbered migration was added still takes it on upgrade.
+  const migrator = new Migrator({ db: kysely, provider, allowUnorderedMigrations: true, ...(schema ? { migrationTableSchema: schema } : {}) });
   const { error, results } = await migrator.migrateToLatest();
   if (error) {
     const failed = results?.find((r) => r.status === 'Error');
