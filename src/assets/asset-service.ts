@@ -16,14 +16,11 @@ import { AssetView } from './asset-view.ts';
  */
 export const DEFAULT_MAX_ASSET_BYTES = 2 * 1024 ** 3;
 
-/** The missing-content sweep when settings give none: one batch of 500 contents a minute. */
-export const DEFAULT_SWEEP: SweeperOptions = { intervalMs: 60_000, batchSize: 500 };
-
 export interface AssetServiceOptions {
   /** Largest accepted upload, in bytes (default DEFAULT_MAX_ASSET_BYTES). */
   maxUploadBytes?: number;
-  /** The missing-content sweep (default DEFAULT_SWEEP). */
-  sweep?: SweeperOptions;
+  /** The missing-content sweep (ASSET_SWEEP_INTERVAL_MS, ASSET_SWEEP_BATCH). */
+  sweep: SweeperOptions;
   logger?: Logger;
 }
 
@@ -48,14 +45,14 @@ export class AssetService {
   /** Tags records whose content has gone as `missing` (and untags them when it is back). */
   readonly sweeper: MissingContentSweeper;
 
-  constructor(repo: AssetsRepo, blobs: BlobStore, opts: AssetServiceOptions = {}) {
+  constructor(repo: AssetsRepo, blobs: BlobStore, opts: AssetServiceOptions) {
     const ctx: AssetContext = { repo, blobs, now: increasingClock(), logger: opts.logger };
     this.maxUploadBytes = opts.maxUploadBytes ?? DEFAULT_MAX_ASSET_BYTES;
     this.ingest = new AssetIngest(ctx);
     this.records = new AssetRecords(ctx);
     this.uploads = new AssetUploads(ctx, this.ingest, this.records);
     this.tags = new AssetTagging(ctx, this.records);
-    this.sweeper = new MissingContentSweeper(ctx, opts.sweep ?? DEFAULT_SWEEP);
+    this.sweeper = new MissingContentSweeper(ctx, opts.sweep);
     this.view = new AssetView(ctx, this.records, this.sweeper);
     this.outputs = new AssetOutputs(ctx);
   }
