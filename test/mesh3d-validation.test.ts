@@ -270,7 +270,8 @@ const GENERATION_RULES: Rule[] = [
   { rule: 'view images within the side limits', path: M, ok: { model: 'tripo-v3.1', view_images: [{ view_type: 'front', file: { ...IMG('f'), width: 20, height: 6000 } }, ...views('left')] }, bad: { model: 'tripo-v3.1', view_images: [{ view_type: 'front', file: { ...IMG('f'), width: 19, height: 300 } }, ...views('left')] }, error: [400, 'invalid_parameter', 'view_images[0].file.width'] },
   // File sources.
   { rule: 'a file needs a source', path: I, ok: image('tripo-v3.1'), bad: { model: 'tripo-v3.1', file: { originalname: 'a.png' } }, error: [400, 'missing_parameter', 'file'] },
-  { rule: 'file.url is an http(s) URL', path: I, ok: image('tripo-v3.1', { file: { url: 'https://example.com/a.png' } }), bad: image('tripo-v3.1', { file: { url: 'ftp://example.com/a.png' } }), error: [400, 'invalid_parameter', 'file.url'] },
+  { rule: 'file.url is an http(s) URL', path: I, ok: image('tripo-v3.1', { file: { url: 'https://example.com/a.png' } }), bad: image('tripo-v3.1', { file: { url: 'ftp://example.com/a.png' } }), error: [400, 'url_not_allowed', 'file.url'] },
+  { rule: 'file.url is not a data URI', path: I, ok: image('tripo-v3.1', { file: { url: 'https://example.com/a.png' } }), bad: image('tripo-v3.1', { file: { url: 'data:image/png;base64,iVBORw0KGgo=' } }), error: [400, 'invalid_parameter', 'file.url'] },
   {
     rule: 'file.path names a file of this gateway',
     path: I,

@@ -60,6 +60,7 @@ export class AudioService {
   /** POST /v1/speech/generations; `model` undefined: the catalog's default, `voice_id` undefined: its first voice. */
   speech(caller: GenerationCaller, body: Omit<SpeechInput, 'voice_id'> & { model?: string; voice_id?: string }, mode: Mode): Promise<GenerationOutcome> {
     const { model: alias, voice_id: voice, ...rest } = body;
+    if (rest.text_file_id !== undefined) this.generations.checkCallerUrl(rest.text_file_id, 'text_file_id');
     const model = this.generations.resolveModel(alias, ['text_to_speech']);
     const input: SpeechInput = { ...rest, voice_id: voice ?? model.capabilities.text_to_speech?.voices?.[0]?.id ?? 'default' };
     checkSpeech(input, model);

@@ -18,6 +18,7 @@ export class DigitalHumanGenerations {
   /** POST /v1/digital-human/create. */
   create(caller: GenerationCaller, body: DigitalHumanCreateBody, mode: Mode): Promise<GenerationOutcome> {
     const { model: alias, ...input } = body;
+    this.deps.generations.checkCallerUrl(input.video_id, 'video_id');
     const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
     return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, outputType: 'text', input }, mode);
   }
@@ -27,6 +28,10 @@ export class DigitalHumanGenerations {
     const { model: alias, ...params } = body;
     const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
     const input = generationInputFor(digitalHumanModeOf(model), params);
+    for (const field of ['audio_url', 'image_url', 'video_url'] as const) {
+      const ref = params[field];
+      if (ref !== undefined) this.deps.generations.checkCallerUrl(ref, field);
+    }
     const resource = await this.deps.resources.require(caller.ownerId, params.resource_id);
     return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, outputType: 'video', input: { ...input, resource: jobResourceOf(resource) } }, mode);
   }

@@ -77,6 +77,8 @@ export class ImageService {
 
   /** POST /v1/images/edits of a checked edit; `image` and `mask` are references readable by the engine. */
   edit(caller: GenerationCaller, checked: CheckedImageEdit, images: { image: string[]; mask?: string }, mode: Mode): Promise<GenerationOutcome> {
+    images.image.forEach((ref, i) => this.generations.checkCallerUrl(ref, images.image.length === 1 ? 'image' : `image[${i}]`));
+    if (images.mask) this.generations.checkCallerUrl(images.mask, 'mask');
     const input: ImageEditInput = { ...checked.input, image: images.image, ...(images.mask ? { mask: images.mask } : {}) };
     return this.generations.generate({ ...caller, endpoint: 'images.edits', model: checked.model, outputType: 'image', input }, mode);
   }

@@ -35,6 +35,11 @@ export interface FetchedFile {
 const REDIRECT_STATUSES = new Set([301, 302, 303, 307, 308]);
 const MAX_REDIRECTS = 5;
 
+/** Lets go of a body that is not read: drained when small (the connection is reused), else dropped; the request's signal bounds it. */
+function discard(body: Dispatcher.ResponseData['body']): void {
+  body.dump().catch(() => undefined);
+}
+
 export class OutboundFetcher {
   private readonly agent: Agent;
 
@@ -61,7 +66,7 @@ export class OutboundFetcher {
       const res = await this.send(url, target, signal);
       const location = res.headers.location;
       if (!REDIRECT_STATUSES.has(res.statusCode) || typeof location !== 'string') return this.readBody(url, res);
-      res.body.destroy();
+      discard(res.body);
       if (redirects === MAX_REDIRECTS) throw new OutboundFetchError(`fetching ${url.href} was redirected more than ${MAX_REDIRECTS} times`);
       try {
         target = new URL(location, target);
@@ -87,22 +92,20 @@ export class OutboundFetcher {
   private async readBody(url: URL, res: Dispatcher.ResponseData): Promise<FetchedFile> {
     const tooLarge = () => new OutboundFetchError(`input ${url.href} is larger than ${this.opts.maxBytes} bytes`);
     if (res.statusCode < 200 || res.statusCode >= 300) {
-      res.body.destroy();
+      discard(res.body);
       throw new OutboundFetchError(`fetching ${url.href} answered HTTP ${res.statusCode}`);
     }
     if (Number(res.headers['content-length'] ?? 0) > this.opts.maxBytes) {
-      res.body.destroy();
+      discard(res.body);
       throw tooLarge();
     }
     const chunks: Buffer[] = [];
     let size = 0;
     try {
+      // Leaving the loop early destroys the body.
       for await (const chunk of res.body as AsyncIterable<Buffer>) {
         size += chunk.length;
-        if (size > this.opts.maxBytes) {
-          res.body.destroy();
-          throw tooLarge();
-        }
+        if (size > this.opts.maxBytes) throw tooLarge();
         chunks.push(chunk);
       }
     } catch (err) {

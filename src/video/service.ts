@@ -50,12 +50,28 @@ function checkContent(content: VideoContentItem[]): readonly CapabilityName[] {
   return ['video_generate', 'omni_video'];
 }
 
+/** An item's media references, with their field paths. */
+function* mediaReferencesOf(item: VideoContentItem, at: string): Generator<[ref: string, param: string]> {
+  for (const kind of ['image_url', 'audio_url', 'video_url'] as const) {
+    const ref = item[kind]?.url;
+    if (ref !== undefined) yield [ref, `${at}.${kind}.url`];
+  }
+  const inline = item.element?.inline_element;
+  if (inline) {
+    yield [inline.frontal_image_url, `${at}.element.inline_element.frontal_image_url`];
+    for (const [k, ref] of (inline.refer_images ?? []).entries()) yield [ref, `${at}.element.inline_element.refer_images[${k}]`];
+  }
+}
+
 export class VideoService {
   constructor(private readonly generations: GenerationService) {}
 
   /** POST /v1/video/generations; `model` undefined: the catalog's default for what the content needs. */
   generate(caller: GenerationCaller, body: Omit<VideoGenerationBody, 'model'> & { model?: string }, mode: 'sync' | 'async'): Promise<GenerationOutcome> {
     const { model: alias, ...input } = body;
+    input.content.forEach((item, i) => {
+      for (const [ref, param] of mediaReferencesOf(item, `content[${i}]`)) this.generations.checkCallerUrl(ref, param);
+    });
     const model = this.generations.resolveModel(alias, checkContent(input.content));
     return this.generations.generate({ ...caller, endpoint: 'video.generations', model, outputType: 'video', input }, mode);
   }
