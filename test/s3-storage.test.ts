@@ -149,6 +149,11 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
     assert.equal(await store.open('files/broken-off'), undefined);
   });
 
+  it('stores empty content', async () => {
+    assert.equal(await store.put('files/empty', Buffer.alloc(0)), 0);
+    assert.equal(await store.size('files/empty'), 0);
+  });
+
   it('refuses to start when the bucket does not exist', async () => {
     const dataDir = tempDataDir();
     try {

@@ -1,4 +1,6 @@
 import fs from 'node:fs';
+import http from 'node:http';
+import { once } from 'node:events';
 import os from 'node:os';
 import path from 'node:path';
 import type { AddressInfo } from 'node:net';
@@ -32,8 +34,69 @@ export async function startS3(bucket = 'gengate-test'): Promise<TestS3> {
     directory,
     env: { BLOB_STORE: 's3', S3_BUCKET: bucket, S3_ENDPOINT: endpoint, S3_REGION: 'us-east-1', S3_FORCE_PATH_STYLE: 'true', ...S3_CREDENTIALS },
     async close() {
+      // Requests cut off mid-body stay open in s3rver forever; close() would wait for them.
+      server.httpServer?.closeAllConnections();
       await server.close();
       fs.rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+/**
+ * A pass-through to an S3 endpoint that, once armed, holds the next object write (PutObject or
+ * UploadPart) half-sent: the writer stays mid-upload until it dies or the proxy closes.
+ */
+export interface StallingProxy {
+  endpoint: string;
+  /** Holds the next write; resolves with its object key once half of it has passed. */
+  holdNextWrite(): Promise<string>;
+  close(): Promise<void>;
+}
+
+export async function startStallingProxy(target: TestS3): Promise<StallingProxy> {
+  const upstream = new URL(target.endpoint);
+  let hold: ((key: string) => void) | undefined;
+  const server = http.createServer((req, res) => {
+    const forward = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: req.headers });
+    forward.on('response', (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.destroy());
+    // The writer went away (killed): the server sees its request cut off as well.
+    req.on('close', () => {
+      if (!req.complete) forward.destroy();
+    });
+    const held = hold && req.method === 'PUT' && !req.headers['x-amz-copy-source'] ? hold : undefined;
+    if (!held) {
+      req.pipe(forward);
+      return;
+    }
+    hold = undefined;
+    const key = decodeURIComponent(new URL(req.url!, target.endpoint).pathname.slice(`/${target.bucket}/`.length));
+    const half = Math.floor(Number(req.headers['content-length'] ?? 0) / 2);
+    let sent = 0;
+    const onData = (chunk: Buffer) => {
+      const part = chunk.subarray(0, Math.max(0, half - sent));
+      sent += part.length;
+      if (part.length > 0) forward.write(part);
+      if (sent >= half) {
+        req.off('data', onData);
+        req.pause();
+        held(key);
+      }
+    };
+    req.on('data', onData);
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as AddressInfo;
+  return {
+    endpoint: `http://127.0.0.1:${port}`,
+    holdNextWrite: () => new Promise((resolve) => (hold = resolve)),
+    async close() {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
     },
   };
 }

@@ -11,5 +11,7 @@ declare module 's3rver' {
     constructor(options: S3rverOptions);
     run(): Promise<import('node:net').AddressInfo>;
     close(): Promise<void>;
+    /** Set by run(). */
+    httpServer?: import('node:http').Server;
   }
 }

@@ -1,6 +1,19 @@
-import { PassThrough, pipeline, type Readable } from 'node:stream';
-import { CopyObjectCommand, DeleteObjectCommand, GetObjectCommand, HeadBucketCommand, HeadObjectCommand, S3Client, S3ServiceException } from '@aws-sdk/client-s3';
-import { Upload } from '@aws-sdk/lib-storage';
+import type { Readable } from 'node:stream';
+import {
+  AbortMultipartUploadCommand,
+  CompleteMultipartUploadCommand,
+  CopyObjectCommand,
+  CreateMultipartUploadCommand,
+  DeleteObjectCommand,
+  GetObjectCommand,
+  HeadBucketCommand,
+  HeadObjectCommand,
+  PutObjectCommand,
+  S3Client,
+  S3ServiceException,
+  UploadPartCommand,
+  type CompletedPart,
+} from '@aws-sdk/client-s3';
 import { getSignedUrl } from '@aws-sdk/s3-request-presigner';
 import type { BlobStore, PresignOptions } from './blob-store.ts';
 
@@ -13,21 +26,36 @@ export interface S3BlobStoreOptions {
   forcePathStyle: boolean;
 }
 
-/** Size of one part of a multipart upload (the S3 minimum); at most PART_QUEUE parts are in memory per upload. */
+/** Size of the parts of a multipart upload (S3 wants at least 5 MiB for all but the last). */
 const PART_BYTES = 8 * 1024 * 1024;
-const PART_QUEUE = 2;
 /** Streams served through the gateway hold a connection each while they last. */
 const MAX_SOCKETS = 256;
+
+/** The source cut into PART_BYTES buffers (the last one shorter); nothing for an empty source. */
+async function* partsOf(source: AsyncIterable<Buffer> | Iterable<Buffer>): AsyncGenerator<Buffer> {
+  let pending: Buffer[] = [];
+  let length = 0;
+  for await (const chunk of source) {
+    pending.push(chunk);
+    length += chunk.length;
+    while (length >= PART_BYTES) {
+      const joined = Buffer.concat(pending);
+      yield joined.subarray(0, PART_BYTES);
+      pending = [joined.subarray(PART_BYTES)];
+      length -= PART_BYTES;
+    }
+  }
+  if (length > 0) yield Buffer.concat(pending);
+}
 
 function isNotFound(err: unknown): boolean {
   return err instanceof S3ServiceException && (err.name === 'NoSuchKey' || err.name === 'NotFound' || err.$metadata.httpStatusCode === 404);
 }
 
 /**
- * Blob store in an S3 bucket. Writes go through lib-storage's Upload: small values as one
- * PutObject, larger ones as a multipart upload streamed part by part. Neither is visible under
- * its key before it completes, so a process killed mid-write leaves no half value behind (only
- * an unfinished multipart upload, which the bucket's AbortIncompleteMultipartUpload rule removes).
+ * Blob store in an S3 bucket. Values are written as multipart uploads streamed part by part,
+ * invisible under their key until completed: a process killed mid-write leaves no half value
+ * behind, only an unfinished upload, which the bucket's AbortIncompleteMultipartUpload rule removes.
  */
 export class S3BlobStore implements BlobStore {
   private readonly client: S3Client;
@@ -55,28 +83,52 @@ export class S3BlobStore implements BlobStore {
     }
   }
 
+  /**
+   * Always a multipart upload, even for a single small part: the object appears only at
+   * CompleteMultipartUpload. A plain PutObject cut off mid-body is refused by AWS S3, but some
+   * S3-compatible servers store the bytes that arrived, so a killed writer would leave half an
+   * object under the key. One part is uploaded while the next is read, so at most two are in memory.
+   */
   async put(key: string, source: Readable | Buffer): Promise<number> {
+    const target = { Bucket: this.opts.bucket, Key: key };
+    const parts = partsOf(Buffer.isBuffer(source) ? [source] : source);
+    const first = await parts.next();
+    // No bytes: there is no half of nothing, and multipart uploads need a part with bytes.
+    if (first.done) {
+      await this.client.send(new PutObjectCommand({ ...target, Body: Buffer.alloc(0) }));
+      return 0;
+    }
+    const { UploadId } = await this.client.send(new CreateMultipartUploadCommand(target));
+    const uploaded: CompletedPart[] = [];
     let size = 0;
-    let body: Buffer | PassThrough;
-    let sourceError: unknown;
-    if (Buffer.isBuffer(source)) {
-      size = source.length;
-      body = source;
-    } else {
-      const counted = new PassThrough();
-      counted.on('data', (chunk: Buffer) => (size += chunk.length));
-      // A failing source fails the upload through the counted stream (and aborts a multipart upload).
-      pipeline(source, counted, (err) => (sourceError = err));
-      body = counted;
-    }
-    const upload = new Upload({ client: this.client, params: { Bucket: this.opts.bucket, Key: key, Body: body }, partSize: PART_BYTES, queueSize: PART_QUEUE });
+    let inFlight: Promise<void> = Promise.resolve();
+    const send = (PartNumber: number, Body: Buffer) => {
+      const sending = this.client.send(new UploadPartCommand({ ...target, UploadId, PartNumber, Body })).then((res) => {
+        uploaded.push({ PartNumber, ETag: res.ETag });
+      });
+      // Awaited before the next part or the end; marked handled so reading meanwhile is safe.
+      sending.catch(() => undefined);
+      return sending;
+    };
     try {
-      await upload.done();
+      let part: IteratorResult<Buffer> = first;
+      for (let number = 1; !part.done; number++) {
+        await inFlight;
+        size += part.value.length;
+        inFlight = send(number, part.value);
+        part = await parts.next();
+      }
+      await inFlight;
+      uploaded.sort((a, b) => a.PartNumber! - b.PartNumber!);
+      await this.client.send(new CompleteMultipartUploadCommand({ ...target, UploadId, MultipartUpload: { Parts: uploaded } }));
+      return size;
     } catch (err) {
-      // The source's own error (e.g. a size limit) says more than a failed abort of the multipart upload.
-      throw sourceError ?? err;
+      // Stops reading a source that is still open (a part failed to upload).
+      await parts.return(undefined);
+      // Best effort: the bucket's AbortIncompleteMultipartUpload rule removes what is left.
+      await this.client.send(new AbortMultipartUploadCommand({ ...target, UploadId })).catch(() => undefined);
+      throw err;
     }
-    return size;
   }
 
   async open(key: string): Promise<Readable | undefined> {
