@@ -215,6 +215,7 @@ describe('outbound URL policy through the gateway', () => {
       content: [{ type: 'text', text: 'a slow pan' }, { type: 'image_url', image_url: { url }, role: 'first_frame' }],
     });
     await expectRefused(await video(`http://127.0.0.1:${port}/frame.png`), 'content[1].image_url.url');
+    await expectRefused(await video('ftp://example.com/frame.png'), 'content[1].image_url.url');
 
     const chat = (content: Json[]) => post('/v1/chat/completions', { model: 'gpt-4.1', stream: false, messages: [{ role: 'user', content }] });
     await expectRefused(await chat([{ type: 'text', text: 'what is this?' }, { type: 'image_url', image_url: { url: `http://[::1]:${port}/x.png` } }]), 'messages[0].content[1].image_url.url');
@@ -227,6 +228,7 @@ describe('outbound URL policy through the gateway', () => {
     }), 'view_images[1].file.url');
 
     await expectRefused(await post('/v1/digital-human/generations', { model: 'volc-digital-human-lite', resource_id: 'dh_unknown', audio_url: `http://localhost:${port}/speech.wav` }), 'audio_url');
+    await expectRefused(await post('/v1/digital-human/generations', { model: 'volc-digital-human-lite', resource_id: 'dh_unknown', audio_url: 'gopher://example.com/speech.wav' }), 'audio_url');
     await expectRefused(await post('/v1/digital-human/create', { model: 'volc-digital-human-lite', video_id: `http://127.0.0.1:${port}/source.mp4` }), 'video_id');
 
     assert.equal(taskEvents, eventsBefore, 'no task was created');

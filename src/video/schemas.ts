@@ -5,7 +5,8 @@ import { Type, type Static } from 'typebox';
 
 /** A media reference in a request: what RunContext.readInput can read. */
 export function mediaReference(description = 'http(s) URL (e.g. from /v1/files/upload), data URI, or asset hash blake3:<hex>') {
-  return Type.String({ minLength: 1, pattern: '^(https?://|data:|blake3:)', description });
+  // Any scheme passes the schema: which ones the gateway fetches is the outbound URL policy's answer (url_not_allowed).
+  return Type.String({ minLength: 1, pattern: '^[A-Za-z][A-Za-z0-9+.-]*:', description });
 }
 const MediaReference = mediaReference();
 
