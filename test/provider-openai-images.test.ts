@@ -55,6 +55,7 @@ describe('OpenAI images adapter', () => {
     assert.deepEqual(record.billings[0].billing_model, { name: 'gpt-image-1', real_model: 'gpt-image-1' });
     assert.equal(record.billings[0].platform.code, 'openai');
     assert.equal(record.queue_status.data.output_content[0].filename, 'image-1.webp');
+    assert.deepEqual(record.generate_info.warnings, ['seed was not passed on: provider openai does not take it']);
   });
 
   it('downloads URL results without the API key and drops an aspect ratio the model has no size for', async () => {
@@ -77,6 +78,7 @@ describe('OpenAI images adapter', () => {
     const record = await user.recordWhen(body.task_id, succeeded);
     assert.equal(record.usage, undefined, 'no usage reported, none recorded');
     assert.equal(record.billings[0].result.token, 0);
+    assert.deepEqual(record.generate_info.warnings, ['aspect_ratio 16:9 dropped: the model takes none of its sizes (1024x1024, 1536x1024, 1024x1536)']);
   });
 
   it('edits: multipart with image[] parts for several images, the mask, and the model fields', async () => {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { SettingsError, type ProviderSettings } from '../config/settings.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type RunContext } from './spec.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GenerationEngine, type RunContext } from './spec.ts';
 import type { UpstreamClient, UpstreamClientOptions, UpstreamResponse } from './upstream-client.ts';
 
 /** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
@@ -77,4 +77,12 @@ export function numberOption(ctx: AdapterContext, name: string): number | undefi
   if (value === undefined) return undefined;
   if (typeof value !== 'number' || !Number.isFinite(value) || value <= 0) throw new SettingsError(`GENGATE_CONFIG providers.${ctx.provider}.options.${name}: expected a positive number`);
   return value;
+}
+
+/**
+ * The declaration of an adapter that serves these endpoints and reads every field of their
+ * requests (what its mapping does not send it reports as dropped).
+ */
+export function servesEndpoints(endpoints: Iterable<string>): EngineDeclaration {
+  return Object.fromEntries([...endpoints].map((endpoint) => [endpoint, {}]));
 }

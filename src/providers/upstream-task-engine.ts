@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { TaskCancelledError, TaskFailedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from './spec.ts';
+import { TaskCancelledError, TaskFailedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from './spec.ts';
 
 /** What an upstream says about a task it runs. */
 export type UpstreamPoll =
@@ -26,6 +26,8 @@ export interface UpstreamTaskEngineOptions {
   pollIntervalMs: number;
   /** A task still running upstream after this long fails. */
   maxWaitMs: number;
+  /** What the adapter serves (GenerationEngine.serves). */
+  serves?: EngineDeclaration;
 }
 
 /** The key under which the upstream reference is saved for a resumed run. */
@@ -38,6 +40,7 @@ const SAVED_KEY = 'upstream';
 export function upstreamTaskEngine<Ref extends Record<string, unknown>>(api: UpstreamTaskApi<Ref>, opts: UpstreamTaskEngineOptions): GenerationEngine {
   return {
     cancellable: opts.cancellable,
+    ...(opts.serves ? { serves: opts.serves } : {}),
     ...(api.check ? { check: (job: GenerationJob) => api.check!(job) } : {}),
     async run(job, ctx) {
       let ref = job.saved?.[SAVED_KEY] as Ref | undefined;

@@ -10,7 +10,7 @@ import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import { UrlNotAllowedError } from './outbound-fetch.ts';
 import type { TaskClaim } from './task-queue.ts';
 import type { BillingEntry } from '../core/result-types.ts';
-import type { TaskResult } from './task-record.ts';
+import { parseResult, type TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
@@ -88,6 +88,7 @@ export class TaskRunner {
         const resumed = await this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId, current: latest });
         latest = resumed.row;
       }
+      const warnings: string[] = [];
       const output = await engine.run(job, {
         signal: controller.signal,
         progress: async (percent, message, nodeStatus) => {
@@ -100,10 +101,11 @@ export class TaskRunner {
         remember: (state) => this.deps.tasks.saveState(row.id, state),
         readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
         publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
+        warn: (message) => void warnings.push(message),
       });
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
-      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, model, output), output, current: latest });
+      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, model, output, warnings), output, current: latest });
     } catch (err) {
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
@@ -150,7 +152,7 @@ export class TaskRunner {
   }
 
   /** What the run leaves in the result besides its files: texts, usage, billing, workflow status and domain data. */
-  private resultOf(row: TaskRow, model: LiveModel, output: GenerationOutput): TaskResult {
+  private resultOf(row: TaskRow, model: LiveModel, output: GenerationOutput, warnings: string[]): TaskResult {
     return {
       output_content: (output.texts ?? []).map((text) => ({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) })),
       ...(output.files[0]?.mediaSize ? { mediaSize: output.files[0].mediaSize } : {}),
@@ -158,6 +160,8 @@ export class TaskRunner {
       billings: output.billings ?? [this.billingOf(row, model, output)],
       ...(output.nodeStatus ? { node_status: output.nodeStatus } : {}),
       ...(output.extra ? { extra: output.extra } : {}),
+      // The run's own drops follow the fields the adapter declared it does not read.
+      ...(warnings.length > 0 ? { warnings: [...(parseResult(row).warnings ?? []), ...warnings] } : {}),
     };
   }
 }

@@ -1,9 +1,10 @@
 import { readFile } from 'node:fs/promises';
 import type { InputFile, RunContext } from '../../src/providers/spec.ts';
 
-/** A RunContext for calling an engine directly: progress is recorded, inputs are read from data URIs or files. */
-export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string, InputFile> } = {}): RunContext & { progressSeen: number[]; remembered: Record<string, unknown>[] } {
+/** A RunContext for calling an engine directly: progress and warnings are recorded, inputs are read from data URIs or files. */
+export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string, InputFile> } = {}): RunContext & { progressSeen: number[]; remembered: Record<string, unknown>[]; warnings: string[] } {
   const progressSeen: number[] = [];
+  const warnings: string[] = [];
   const remembered: Record<string, unknown>[] = [];
   return {
     signal: opts.signal ?? new AbortController().signal,
@@ -18,5 +19,7 @@ export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string,
       return { data, mimeType: 'application/octet-stream', fileName: ref.split('/').pop() ?? 'input' };
     },
     publish: async (_data, fileName) => `http://127.0.0.1/files/published/${fileName}`,
+    warnings,
+    warn: (message) => void warnings.push(message),
   };
 }

@@ -78,7 +78,7 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
   async function submit(job: GenerationJob, workflow: Workflow, rc: RunContext): Promise<string> {
     const values = await uploadInputs(job, workflow, requestValues(job.input), rc);
     const { prompt, warnings } = bindGraph(workflow, values);
-    if (warnings.length > 0) ctx.logger.warn({ taskId: job.taskId, warnings }, 'request fields the workflow does not bind were dropped');
+    for (const warning of warnings) rc.warn(warning);
     let res;
     try {
       res = await client.request({ method: 'POST', path: '/prompt', json: { prompt, client_id: clientId }, signal: rc.signal });

@@ -1,7 +1,7 @@
 import { checkApiKey, downloadFile, fetchableUrl, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
+import { FAL_SERVES, endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://queue.fal.run';
 
@@ -27,8 +27,7 @@ export const falAdapter: AdapterFactory = (ctx) => {
     async submit(job, run) {
       const urls: string[] = [];
       for (const ref of imageRefs(job.input)) urls.push(await fetchableUrl(ref, run, 'image.png'));
-      const { input, dropped } = falInput(job, urls);
-      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'request fields fal does not take were not sent');
+      const input = falInput(job, urls);
       const res = await api.request({ path: `/${endpointIdOf(job)}`, json: input, signal: run.signal });
       const queued = submitted(replyJson(res, ctx.provider, 'the queue submit'));
       return { provider: ctx.provider, task_id: queued.requestId, status_url: queued.statusUrl, response_url: queued.responseUrl };
@@ -40,5 +39,5 @@ export const falAdapter: AdapterFactory = (ctx) => {
       const files = await Promise.all(links.map(async (link) => resultFile(link, (await downloadFile(storage, link.url, run.signal)).data)));
       return { state: 'succeeded', output: { files } };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: FAL_SERVES });
 };

@@ -3,7 +3,7 @@
  * input JSON, and the queue's status and result replies → generated files. Pure functions.
  */
 import { guessMimeType } from '../../core/mime-type.ts';
-import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 
 type Json = Record<string, unknown>;
@@ -21,8 +21,11 @@ const FOUR_VIEWS = ['front', 'left', 'back', 'right'];
 /** fal calls the highest geometry quality `ultra`. */
 const GEOMETRY_QUALITY: Record<string, string> = { standard: 'standard', detailed: 'ultra' };
 
-/** Fields the mapping reads; any other set field is dropped with a warning. */
+/** Fields the mapping reads (FAL_SERVES); the others are the task's warnings from its submit. */
 const READ = new Set(['prompt', 'file', 'view_images', 'enable_texture', 'enable_pbr', 'texture_quality', 'geometry_quality']);
+
+/** The three generations, each reading the fields of READ. */
+export const FAL_SERVES: EngineDeclaration = Object.fromEntries((['text', 'image', 'multiview'] as const).map((kind) => [`mesh3d.generate.${kind}`, { fields: [...READ] }]));
 
 /** The fal endpoint id of a job; refuses what fal does not host. */
 export function endpointIdOf(job: GenerationJob): string {
@@ -50,7 +53,7 @@ export function imageRefs(input: Json): string[] {
 }
 
 /** The model input of the submit; `urls` are the public URLs of imageRefs, in their order. */
-export function falInput(job: GenerationJob, urls: string[]): { input: Json; dropped: string[] } {
+export function falInput(job: GenerationJob, urls: string[]): Json {
   const src = job.input;
   const input: Json = {};
   if (typeof src.prompt === 'string') input.prompt = src.prompt;
@@ -60,7 +63,7 @@ export function falInput(job: GenerationJob, urls: string[]): { input: Json; dro
   if (typeof src.enable_pbr === 'boolean') input.pbr = src.enable_pbr;
   if (typeof src.texture_quality === 'string') input.texture_quality = src.texture_quality;
   if (typeof src.geometry_quality === 'string') input.geometry_quality = GEOMETRY_QUALITY[src.geometry_quality] ?? src.geometry_quality;
-  return { input, dropped: Object.keys(src).filter((k) => src[k] !== undefined && !READ.has(k)) };
+  return input;
 }
 
 // ---- queue replies ----

@@ -1,10 +1,10 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
+import { downloadFile, fetchableUrl, replyJson, servesEndpoints, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
+import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://ai3d.tencentcloudapi.com';
 const DEFAULTS = { region: 'ap-guangzhou', version: '2025-05-13', service: 'ai3d' };
@@ -108,7 +108,7 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
       for (const ref of imageRefs(job)) if (!urls.has(ref)) urls.set(ref, await fetchableUrl(ref, run, 'image.png'));
       const model = job.endpoint.startsWith('mesh3d.edit.') ? await sourceModel(job, run) : undefined;
       const { payload, dropped } = submitPayload(job, urls, model);
-      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'request fields Hunyuan does not take were not sent');
+      for (const field of dropped) run.warn(`${field} was not sent: Hunyuan does not take it`);
       const jobId = submittedJobId(await call(kind.submit, payload, run), kind.submit);
       return { provider: ctx.provider, task_id: jobId, query_action: kind.query };
     },
@@ -118,5 +118,5 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
       const files = await Promise.all(state.links.map(async (link, i) => resultFile(link, (await downloadFile(storage, link.url, run.signal)).data, i)));
       return { state: 'succeeded', output: { files } };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: servesEndpoints(HUNYUAN_ENDPOINTS) });
 };

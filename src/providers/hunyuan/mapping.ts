@@ -24,6 +24,9 @@ const GENERATION = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'me
 /** Edits Tencent Cloud runs on a model file given by URL. */
 const EDITS: Record<string, JobKind> = { 'mesh3d.edit.smart_lowpoly': REDUCE_FACE, 'mesh3d.edit.texture': TEXTURE };
 
+/** Every endpoint a Hunyuan job exists for. */
+export const HUNYUAN_ENDPOINTS = [...GENERATION, ...Object.keys(EDITS)];
+
 /** The Rapid job's prompt limit (the Pro job takes the gateway's 1024). */
 const RAPID_PROMPT_MAX = 200;
 

@@ -1,5 +1,5 @@
 import { checkApiKey, downloadFile, numberOption, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
+import { TaskFailedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
@@ -22,6 +22,9 @@ import {
 
 const DEFAULT_BASE_URL = 'https://api.minimax.io';
 
+/** Speech, every field of the request. */
+const MINIMAX_SERVES: EngineDeclaration = { 'speech.generations': {} };
+
 /**
  * MiniMax T2A v2 (Bearer key; options.group_id adds the GroupId query parameter older accounts
  * need): speech.generations → POST /v1/t2a_v2, or for long text (over options.sync_text_limit
@@ -37,7 +40,6 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
   const query = (params: Record<string, string> = {}) => ({ ...(groupId ? { GroupId: groupId } : {}), ...params });
 
   function check(job: GenerationJob): void {
-    if (job.endpoint !== 'speech.generations') throw new TaskRejectedError(`provider ${ctx.provider} synthesizes speech only, not ${job.endpoint}`);
     checkApiKey(ctx);
   }
 
@@ -88,6 +90,7 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
 
   const engine: GenerationEngine = {
     cancellable: false,
+    serves: MINIMAX_SERVES,
     check,
     run: (job, run) => (runsAsync(job.input, syncTextLimit) ? longText.run(job, run) : synthesize(job, run)),
   };

@@ -1,7 +1,7 @@
 import type { AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
-import { editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
+import { IMAGE_SERVES, editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -32,15 +32,12 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
 
   return {
     cancellable: false,
-    check(job) {
-      endpointOf(job);
-    },
+    serves: IMAGE_SERVES,
     async run(job, rc): Promise<GenerationOutput> {
       const endpoint = endpointOf(job);
       if (job.saved?.[SAVED_KEY]) throw new TaskFailedError('the request to the image provider was interrupted by a restart; it is not sent again because it may already have been billed');
-      const log = ctx.logger.child({ taskId: job.taskId });
       const { fields, warnings } = imageRequestFields(endpoint, job.input, job.model);
-      if (warnings.length > 0) log.warn({ warnings }, 'request options the upstream does not take were dropped');
+      for (const warning of warnings) rc.warn(warning);
 
       let body: { json: unknown } | { body: FormData };
       if (endpoint === 'images.edits') {

@@ -8,7 +8,7 @@ import { loadSharp } from '../load-sharp.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import type { Usage } from '../spec.ts';
-import { TaskFailedError, type GeneratedFile, type InputFile } from '../spec.ts';
+import { TaskFailedError, type EngineDeclaration, type GeneratedFile, type InputFile } from '../spec.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
 export const IMAGE_ENDPOINTS = {
@@ -35,6 +35,12 @@ const RESOLUTION_LONG_SIDE: Record<string, number> = { '1K': 1024, '2K': 2048, '
 
 /** How far a size's ratio may be from the requested aspect ratio and still count as it. */
 const RATIO_TOLERANCE = 0.03;
+
+/** What the adapter serves: the image endpoints, each reading the fields the mapping consumes or passes on. */
+export const IMAGE_SERVES: EngineDeclaration = Object.fromEntries(Object.keys(IMAGE_ENDPOINTS).map((endpoint) => [
+  endpoint,
+  { fields: [...CONSUMED, ...PASSTHROUGH[endpoint === 'images.edits' ? 'edits' : 'generations']] },
+]));
 
 export function isImageEndpoint(endpoint: string): endpoint is ImageEndpoint {
   return endpoint in IMAGE_ENDPOINTS;
@@ -72,7 +78,7 @@ export function sizeFor(input: Record<string, unknown>, capability: ImageCapabil
 
 /**
  * The upstream fields of an image request: model, prompt, n, size and the OpenAI options the
- * request carries; every other field is dropped with a warning.
+ * request carries; `warnings` names what the run could not send (a size it found no match for).
  */
 export function imageRequestFields(endpoint: ImageEndpoint, input: Record<string, unknown>, model: LiveModel): { fields: Record<string, string | number | boolean>; warnings: string[] } {
   const call = endpoint === 'images.edits' ? 'edits' : 'generations';
@@ -83,10 +89,11 @@ export function imageRequestFields(endpoint: ImageEndpoint, input: Record<string
   const { size, warning } = sizeFor(input, model.capabilities[IMAGE_ENDPOINTS[endpoint]]);
   if (size) fields.size = size;
   if (warning) warnings.push(warning);
+  // Fields outside IMAGE_SERVES were reported as the task's warnings at submit and are not sent.
   for (const [key, value] of Object.entries(input)) {
-    if (CONSUMED.has(key) || value === undefined) continue;
-    if (PASSTHROUGH[call].includes(key) && (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')) fields[key] = value;
-    else warnings.push(`${key} dropped: OpenAI images/${call} does not take it`);
+    if (!PASSTHROUGH[call].includes(key) || value === undefined) continue;
+    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') fields[key] = value;
+    else warnings.push(`${key} dropped: OpenAI images/${call} takes it as a string, number or boolean`);
   }
   return { fields, warnings };
 }

@@ -1,7 +1,7 @@
 import { checkApiKey, downloadFile, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { checkJob, downloadList, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';
+import { RODIN_SERVES, checkJob, downloadList, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.hyper3d.com/api/v2';
 
@@ -24,8 +24,8 @@ export const rodinAdapter: AdapterFactory = (ctx) => {
       checkApiKey(ctx);
     },
     async submit(job, run) {
-      const { fields, images, dropped, warnings } = rodinForm(job);
-      if (dropped.length > 0 || warnings.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped, warnings }, 'request options Rodin does not take were not sent');
+      const { fields, images, warnings } = rodinForm(job);
+      for (const warning of warnings) run.warn(warning);
       const form = new FormData();
       for (const [i, ref] of images.entries()) {
         const file = await run.readInput(ref);
@@ -46,5 +46,5 @@ export const rodinAdapter: AdapterFactory = (ctx) => {
       const format = typeof job.input.geometry_file_format === 'string' ? job.input.geometry_file_format : undefined;
       return { state: 'succeeded', output: { files: resultFiles(results, format) } };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: RODIN_SERVES });
 };

@@ -3,10 +3,10 @@
  * and the status and download replies → generated files. Pure functions.
  */
 import { guessMimeType } from '../../core/mime-type.ts';
-import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 
-export const GENERATION_ENDPOINTS = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview']);
+const GENERATION_ENDPOINTS = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview']);
 
 /** Rodin's names of the Gen-2.5 tiers; Gen-2 has one tier whose catalog tiers go as `quality`. */
 const GEN25_TIERS: Record<string, string> = {
@@ -30,18 +30,21 @@ export function tierOf(defaultRealModelName: string): { generation: '2' | '2.5';
 
 const SEED_MAX = 65535;
 
-/** Request fields this mapping reads; any other set field is dropped with a warning. */
+/** Request fields this mapping reads (RODIN_SERVES); the others are the task's warnings from its submit. */
 const READ = new Set([
   'prompt', 'file', 'view_images', 'enable_texture', 'enable_pbr', 'texture_quality', 'topology', 'face_limit', 'seed', 'geometry_file_format', 't_pose',
   'texture_delight', 'geometry_instruct_mode', 'is_micro',
 ]);
+
+/** The three generations, each reading the fields of READ. */
+export const RODIN_SERVES: EngineDeclaration = Object.fromEntries([...GENERATION_ENDPOINTS].map((endpoint) => [endpoint, { fields: [...READ] }]));
 
 export interface RodinForm {
   /** Text fields, booleans as "true"/"false" as Rodin takes them. */
   fields: [string, string][];
   /** Image references in upload order (the first one drives the material). */
   images: string[];
-  dropped: string[];
+  /** Options the chosen generation could not honour. */
   warnings: string[];
 }
 
@@ -104,8 +107,7 @@ export function rodinForm(job: GenerationJob): RodinForm {
     put('geometry_instruct_mode', input.geometry_instruct_mode);
     put('is_micro', input.is_micro);
   }
-  const dropped = Object.keys(input).filter((k) => input[k] !== undefined && !READ.has(k));
-  return { fields, images: imagesOf(input), dropped, warnings };
+  return { fields, images: imagesOf(input), warnings };
 }
 
 // ---- replies ----

@@ -1,5 +1,5 @@
 import { checkApiKey, downloadFile, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
-import { TaskRejectedError, type GenerationJob } from '../spec.ts';
+import type { EngineDeclaration, GenerationJob } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { generateBody, songOutput, submittedTaskId, taskState } from './mapping.ts';
@@ -12,6 +12,9 @@ const DEFAULT_BASE_URL = 'https://api.sunoapi.org';
  * data reaches a third party, and results are read by polling anyway.
  */
 export const PLACEHOLDER_CALLBACK_URL = 'https://suno-callback.invalid/gengate';
+
+/** Songs, every field of the request (the mapping drops what description mode ignores). */
+const SUNO_SERVES: EngineDeclaration = { 'song.generations': {} };
 
 /** Upstream reference saved for a resumed run. */
 type SunoRef = { taskId: string };
@@ -31,13 +34,12 @@ export const sunoAdapter: AdapterFactory = (ctx) => {
 
   return upstreamTaskEngine<SunoRef>({
     check(job) {
-      if (job.endpoint !== 'song.generations') throw new TaskRejectedError(`provider ${ctx.provider} makes songs only, not ${job.endpoint}`);
       checkApiKey(ctx);
       requestOf(job);
     },
     async submit(job, run) {
       const { body, dropped } = requestOf(job);
-      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'fields the upstream reads in custom mode only were not sent (customMode is off)');
+      for (const field of dropped) run.warn(`${field} was not sent: the upstream reads it in custom mode only (customMode is off)`);
       const res = await api.request({ path: '/api/v1/generate', json: body, signal: run.signal });
       return { taskId: submittedTaskId(replyJson(res, ctx.provider, 'the song request')) };
     },
@@ -58,5 +60,5 @@ export const sunoAdapter: AdapterFactory = (ctx) => {
       }));
       return { state: 'succeeded', output: songOutput(state.tracks, audio, covers) };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: SUNO_SERVES });
 };

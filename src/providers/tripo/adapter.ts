@@ -1,6 +1,6 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
-import { checkApiKey, downloadFile, fetchableUrl, replyJson, type AdapterFactory } from '../adapter-support.ts';
+import { checkApiKey, downloadFile, fetchableUrl, replyJson, servesEndpoints, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient, type UpstreamRequest } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
@@ -144,7 +144,7 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
       const urls = new Map<string, string>();
       for (const ref of imageRefs(job.input)) if (!urls.has(ref)) urls.set(ref, await fetchableUrl(ref, run, 'image.png'));
       const { body, dropped } = taskBody(job, urls, original);
-      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'request fields Tripo does not take were not sent');
+      for (const field of dropped) run.warn(`${field} was not sent: Tripo does not take it`);
       const taskId = await createTask(body, run);
       return { provider: ctx.provider, task_id: taskId, ...(imported ? { source_task_id: imported } : {}) };
     },
@@ -156,5 +156,5 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
       const files = await Promise.all(links.map(async (link) => resultFile(link, (await downloadFile(storage, link.url, run.signal)).data)));
       return { state: 'succeeded', output: await taskOutput(job, task, files) };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: servesEndpoints(Object.keys(TASK_TYPES)) });
 };

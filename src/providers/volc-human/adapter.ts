@@ -2,7 +2,7 @@ import { SettingsError } from '../../config/settings.ts';
 import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../../digital-human/digital-human-engines.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
 import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
-import { TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
+import { TaskRejectedError, type EngineDeclaration, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
@@ -22,6 +22,9 @@ const DEFAULT_BASE_URL = 'https://visual.volcengineapi.com';
 const DEFAULT_REGION = 'cn-north-1';
 const DEFAULT_SERVICE = 'cv';
 const DEFAULT_VERSION = '2022-08-31';
+
+/** Digital humans: the avatar training and its videos. */
+const VISUAL_SERVES: EngineDeclaration = { [DIGITAL_HUMAN_CREATE]: {}, [DIGITAL_HUMAN_GENERATIONS]: {} };
 
 /** Upstream reference saved for a resumed run: the query needs the task's req_key too. */
 type VisualTaskRef = { req_key: string; task_id: string };
@@ -97,13 +100,12 @@ export const volcHumanAdapter: AdapterFactory = (ctx) => {
       ...(plan.task === 'lip_sync' ? { video: await fetchableUrl(plan.videoRef, run, 'video.mp4') } : {}),
     };
     const { body, dropped } = generationBody(plan, job.model, job.input, urls, callbackUrl);
-    if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, reqKey: body.req_key, dropped }, 'options the chosen upstream task does not take were not sent');
+    for (const field of dropped) run.warn(`${field} was not sent: the ${String(body.req_key)} task does not take it`);
     return body;
   }
 
   return upstreamTaskEngine<VisualTaskRef>({
     check(job) {
-      if (job.endpoint !== DIGITAL_HUMAN_CREATE && job.endpoint !== DIGITAL_HUMAN_GENERATIONS) throw new TaskRejectedError(`provider ${ctx.provider} makes digital humans only, not ${job.endpoint}`);
       if (!credentials) throw new TaskRejectedError(`provider ${ctx.provider} has no access key (see the provider's credential settings)`);
     },
     async submit(job, run) {
@@ -122,5 +124,5 @@ export const volcHumanAdapter: AdapterFactory = (ctx) => {
       const video = await readVideoInput(file.data, 'the upstream video', run.signal);
       return { state: 'succeeded', output: generationOutput(file.data, video, ref.req_key, ref.task_id) };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: VISUAL_SERVES });
 };

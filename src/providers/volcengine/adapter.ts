@@ -1,12 +1,15 @@
 import { SettingsError } from '../../config/settings.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
 import { checkApiKey, downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
-import { TaskRejectedError } from '../spec.ts';
+import type { EngineDeclaration } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { checkVideoRequest, createTaskBody, createdTaskId, mediaRefs, taskState, videoOutput, type ParameterStyle } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://ark.cn-beijing.volces.com/api/v3';
+
+/** Seedance video only: Seedream images through Ark are not offered yet (no notes on Ark's image API). */
+const ARK_SERVES: EngineDeclaration = { 'video.generations': {} };
 
 /** Upstream reference saved for a resumed run. */
 type ArkRef = { id: string };
@@ -35,10 +38,6 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
 
   return upstreamTaskEngine<ArkRef>({
     check(job) {
-      if (job.endpoint.startsWith('images.') || job.endpoint === 'ai.generations') {
-        throw new TaskRejectedError(`provider ${ctx.provider} runs Seedance video only; Seedream image generation through Ark is not supported by this gateway yet`);
-      }
-      if (job.endpoint !== 'video.generations') throw new TaskRejectedError(`provider ${ctx.provider} does not run ${job.endpoint}`);
       checkApiKey(ctx);
       checkVideoRequest(job.input);
     },
@@ -46,7 +45,7 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
       const urls = new Map<string, string>();
       for (const [i, ref] of mediaRefs(job.input).entries()) urls.set(ref, await fetchableUrl(ref, run, `input-${i + 1}`));
       const { body, dropped } = createTaskBody(job.input, job.model.defaultRealModelName, urls, { style, ...(callbackUrl ? { callbackUrl } : {}) });
-      if (dropped.length > 0) ctx.logger.warn({ taskId: job.taskId, dropped }, 'Seedance has no use for these fields; not sent');
+      for (const field of dropped) run.warn(`${field} was not sent: Seedance has no use for it`);
       const res = await api.request({ path: '/contents/generations/tasks', json: body, signal: run.signal });
       return { id: createdTaskId(replyJson(res, ctx.provider, 'the video request')) };
     },
@@ -58,5 +57,5 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
       const media = await readVideoInput(video.data, 'the upstream video', run.signal);
       return { state: 'succeeded', output: videoOutput(video.data, media, media.hasAudio, state, ref.id) };
     },
-  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
+  }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: ARK_SERVES });
 };
