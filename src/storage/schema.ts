@@ -24,6 +24,10 @@ export interface Database {
   digital_humans: DigitalHumanRow;
   mesh3d_histories: Mesh3dHistoryRow;
   mesh3d_materials: Mesh3dMaterialRow;
+  user_limits: UserLimitsRow;
+  usage_ledger: UsageLedgerRow;
+  usage_daily: UsageDailyRow;
+  idempotency_keys: IdempotencyKeyRow;
 }
 
 export interface UserRow {
@@ -38,6 +42,73 @@ export interface ApiTokenRow {
   /** sha256 hex of the plain token; the plain token is never stored. */
   token_hash: string;
   created_at: number;
+  /** JSON of the token's limits (limits/limits.ts); null when it has none. */
+  limits: string | null;
+}
+
+/** A user's limits, JSON as a token's. */
+export interface UserLimitsRow {
+  user_id: string;
+  limits: string;
+  updated_at: number;
+}
+
+/** One call or task in the usage ledger; costs are in micro-credits. */
+export interface UsageLedgerRow {
+  /** The task id, or the request id of a call that made no task. */
+  id: string;
+  kind: 'task' | 'request';
+  /** When the call began (the task was submitted): the day and credit period it counts in. */
+  created_at: number;
+  finished_at: number;
+  user_id: string;
+  token_id: string | null;
+  endpoint: string;
+  model: string | null;
+  provider: string | null;
+  channel: string | null;
+  /** The task's terminal status, or success / error for a call. */
+  status: string;
+  http_status: number | null;
+  input_tokens: number;
+  output_tokens: number;
+  outputs: number;
+  cost: number;
+  reserved: number;
+  latency_ms: number;
+  request_id: string;
+  task_id: string | null;
+  /** 0 while the shared counters (Redis) have not taken this settlement in yet. */
+  counters_applied: number;
+}
+
+/** The ledger summed per day, user, token, model and provider, kept at settlement. */
+export interface UsageDailyRow {
+  day: string;
+  user_id: string;
+  token_id: string;
+  model: string;
+  provider: string;
+  requests: number;
+  tasks: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  errors: number;
+}
+
+/** The first answer to a creating POST with an Idempotency-Key. */
+export interface IdempotencyKeyRow {
+  user_id: string;
+  scope: string;
+  key: string;
+  body_hash: string;
+  state: 'running' | 'done';
+  status_code: number | null;
+  content_type: string | null;
+  response: string | null;
+  created_at: number;
+  expires_at: number;
 }
 
 /** Operator settings changed at run time (e.g. the task callback). */
@@ -155,6 +226,10 @@ export interface TaskRow {
   updated_at: number;
   started_at: number | null;
   finished_at: number | null;
+  /** The API token that submitted the task; null for tasks made without one (the agent's tools). */
+  token_id: string | null;
+  /** Micro-credits the submit reserved against credit limits, released when the task ends. */
+  reserved_credits: number;
 }
 
 /** The liveness of one instance of the database queue: it is alive until `alive_until` unless it beats again. */

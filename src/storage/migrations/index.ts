@@ -10,6 +10,8 @@ import * as conversations from './0008-conversations.ts';
 import * as agents from './0009-agents.ts';
 import * as workerHeartbeats from './0010-worker-heartbeats.ts';
 import * as agentApprovals from './0014-agent-approvals.ts';
+import * as limitsUsage from './0018-limits-usage.ts';
+import * as idempotencyKeys from './0019-idempotency-keys.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -24,4 +26,6 @@ export const migrations: Record<string, Migration> = {
   '0009_agents': agents,
   '0010_worker_heartbeats': workerHeartbeats,
   '0014_agent_approvals': agentApprovals,
+  '0018_limits_usage': limitsUsage,
+  '0019_idempotency_keys': idempotencyKeys,
 };
