@@ -41,11 +41,12 @@ export class TokenService {
     private readonly adminTokenHash: string,
   ) {}
 
-  async create(userId: string, name?: string): Promise<CreatedToken> {
+  /** `limits` is the token's limits as stored (JSON), or null. */
+  async create(userId: string, name?: string, limits: string | null = null): Promise<CreatedToken> {
     const token = TOKEN_PREFIX + newSecret();
-    const row = { id: newId('tok'), user_id: userId, name: name ?? null, token_hash: hashToken(token), created_at: Date.now() };
+    const row = { id: newId('tok'), user_id: userId, name: name ?? null, token_hash: hashToken(token), created_at: Date.now(), limits };
     await this.repo.insert(row);
-    return { id: row.id, user_id: row.user_id, name: row.name, created_at: row.created_at, token };
+    return { id: row.id, user_id: row.user_id, name: row.name, created_at: row.created_at, limits, token };
   }
 
   list(): Promise<TokenSummary[]> {

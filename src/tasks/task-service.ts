@@ -25,6 +25,10 @@ export interface NewTask {
   input: object;
   /** Request fields the adapter does not read (generate_info.warnings). */
   warnings?: string[];
+  /** The API token that submits it (its limits apply), when there is one. */
+  tokenId?: string | null;
+  /** Micro-credits its admission reserved against credit limits. */
+  reservedCredits?: number;
 }
 
 /** What comes with a status change besides the change itself. */
@@ -121,6 +125,8 @@ export class TaskService {
       updated_at: now,
       started_at: null,
       finished_at: null,
+      token_id: spec.tokenId ?? null,
+      reserved_credits: spec.reservedCredits ?? 0,
     };
     const record = statusRecordOf(row);
     await this.repo.insert(row, this.deliveryOf(row, record, now));

@@ -19,7 +19,7 @@ export class TokensRepo {
     });
   }
 
-  async findByHash(tokenHash: string): Promise<TokenSummary | undefined> {
+  async findByHash(tokenHash: string): Promise<Omit<TokenSummary, 'limits'> | undefined> {
     return this.db.kysely
       .selectFrom('api_tokens')
       .select(['id', 'user_id', 'name', 'created_at'])
@@ -30,7 +30,7 @@ export class TokensRepo {
   async list(): Promise<TokenSummary[]> {
     return this.db.kysely
       .selectFrom('api_tokens')
-      .select(['id', 'user_id', 'name', 'created_at'])
+      .select(['id', 'user_id', 'name', 'created_at', 'limits'])
       .orderBy('created_at')
       .orderBy('id')
       .execute();

@@ -1,0 +1,99 @@
+/**
+ * Prices of a model (GENGATE_CONFIG `models.<alias>.pricing`, in credits) and what a call costs
+ * under them: estimated from the request at admission, computed from what it used at its end.
+ */
+import { Type, type Static } from 'typebox';
+import { toMicro } from './limits.ts';
+
+const price = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
+
+export const ModelPricing = Type.Object({
+  input_per_million: price('credits per million input tokens'),
+  output_per_million: price('credits per million output tokens'),
+  per_image: price('credits per image made'),
+  per_second: price('credits per second of video or audio'),
+  per_1k_characters: price('credits per thousand characters of text read out'),
+  per_request: price('credits per call or task'),
+}, { additionalProperties: false });
+export type ModelPricing = Static<typeof ModelPricing>;
+
+/** What a call used, the quantities prices apply to. */
+export interface Consumption {
+  inputTokens: number;
+  outputTokens: number;
+  images: number;
+  seconds: number;
+  characters: number;
+}
+
+export const NOTHING_USED: Consumption = { inputTokens: 0, outputTokens: 0, images: 0, seconds: 0, characters: 0 };
+
+/** The cost in micro-credits; a call of a model without prices costs nothing. */
+export function costOf(pricing: ModelPricing | undefined, used: Consumption): number {
+  if (!pricing) return 0;
+  const credits =
+    (pricing.per_request ?? 0) +
+    ((pricing.input_per_million ?? 0) * used.inputTokens) / 1_000_000 +
+    ((pricing.output_per_million ?? 0) * used.outputTokens) / 1_000_000 +
+    (pricing.per_image ?? 0) * used.images +
+    (pricing.per_second ?? 0) * used.seconds +
+    ((pricing.per_1k_characters ?? 0) * used.characters) / 1000;
+  return toMicro(credits);
+}
+
+const CHARS_PER_TOKEN = 4;
+/** Seconds a video or audio call is assumed to make when its request names no length. */
+const DEFAULT_SECONDS = 5;
+
+function textLength(content: unknown): number {
+  if (typeof content === 'string') return content.length;
+  if (!Array.isArray(content)) return 0;
+  let length = 0;
+  for (const part of content) if (part && typeof part === 'object' && typeof (part as { text?: unknown }).text === 'string') length += (part as { text: string }).text.length;
+  return length;
+}
+
+/** Input tokens of a chat or agent body, estimated from its text (4 characters a token). */
+export function estimateInputTokens(body: Record<string, unknown>): number {
+  let chars = 0;
+  if (Array.isArray(body.messages)) for (const m of body.messages) chars += textLength((m as { content?: unknown })?.content);
+  chars += textLength(body.input) + textLength(body.instructions) + textLength(body.prompt);
+  return Math.ceil(chars / CHARS_PER_TOKEN);
+}
+
+function firstNumber(body: Record<string, unknown>, names: readonly string[]): number | undefined {
+  for (const name of names) if (typeof body[name] === 'number') return body[name] as number;
+  return undefined;
+}
+
+function firstText(body: Record<string, unknown>, names: readonly string[]): string {
+  for (const name of names) if (typeof body[name] === 'string') return body[name] as string;
+  return '';
+}
+
+/** The seconds of media a task input names (duration and its spellings). */
+export function secondsOf(input: Record<string, unknown>): number | undefined {
+  return firstNumber(input, ['duration', 'duration_seconds', 'seconds']);
+}
+
+/** The characters a speech input reads out. */
+export function charactersOf(input: Record<string, unknown>): number {
+  return firstText(input, ['text', 'input']).length;
+}
+
+/** What a request body will use, as well as admission can tell: the most it asks for. */
+export function estimateOf(pricing: ModelPricing | undefined, body: Record<string, unknown>): number {
+  if (!pricing) return 0;
+  return costOf(pricing, {
+    inputTokens: estimateInputTokens(body),
+    outputTokens: firstNumber(body, ['max_tokens', 'max_completion_tokens', 'max_output_tokens']) ?? 0,
+    images: firstNumber(body, ['n', 'num_images', 'batch_size']) ?? 1,
+    seconds: secondsOf(body) ?? (pricing.per_second ? DEFAULT_SECONDS : 0),
+    characters: charactersOf(body),
+  });
+}
+
+/** The prices as `billing_mode` of /v1/models/list. */
+export function billingModeOf(pricing: ModelPricing): ModelPricing & { currency: 'credits' } {
+  return { currency: 'credits', ...pricing };
+}

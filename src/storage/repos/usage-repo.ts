@@ -1,0 +1,252 @@
+import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import type { Db } from '../db.ts';
+import type { DbHandle } from '../db-handle.ts';
+import { TransactionBatcher } from '../transaction-batcher.ts';
+import type { Database, TaskRow, UsageDailyRow, UsageLedgerRow } from '../schema.ts';
+
+export type UsageGroup = 'day' | 'model' | 'user' | 'token' | 'provider';
+
+/** One group of usage: sums in micro-credits. */
+export interface UsageSums {
+  key: string;
+  requests: number;
+  tasks: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  errors: number;
+}
+
+export interface UsageQuery {
+  /** Milliseconds, from inclusive, to exclusive. */
+  from: number;
+  to: number;
+  groupBy: UsageGroup;
+  userId?: string;
+}
+
+export interface LedgerFilter {
+  userId?: string;
+  tokenId?: string;
+  model?: string;
+  status?: string;
+  from?: number;
+  to?: number;
+}
+
+export interface TaskFilter {
+  ownerId?: string;
+  status?: string;
+  model?: string;
+  from?: number;
+  to?: number;
+}
+
+/** A place in a newest-first listing: the last row's time and id. */
+export interface Cursor {
+  at: number;
+  id: string;
+}
+
+const ERROR_STATUSES = ['failed', 'rejected', 'error'];
+const DAY_MS = 86_400_000;
+/** Rows a retention pass deletes per statement: short transactions that never stall writers. */
+const RETENTION_BATCH = 5000;
+
+const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider' } as const;
+
+function dayOf(at: number): string {
+  return new Date(at).toISOString().slice(0, 10);
+}
+
+/** The ledger row's contribution to its daily aggregate. */
+function dailyOf(row: UsageLedgerRow): UsageDailyRow {
+  return {
+    day: dayOf(row.created_at),
+    user_id: row.user_id,
+    token_id: row.token_id ?? '',
+    model: row.model ?? '',
+    provider: row.provider ?? '',
+    requests: 1,
+    tasks: row.kind === 'task' ? 1 : 0,
+    input_tokens: row.input_tokens,
+    output_tokens: row.output_tokens,
+    cost: row.cost,
+    errors: ERROR_STATUSES.includes(row.status) ? 1 : 0,
+  };
+}
+
+/**
+ * The usage ledger (one row per call or task) and its daily aggregate, which is kept in the same
+ * transaction as each row: usage queries read whole days from the aggregate and only the partial
+ * days at the ends of a range from the rows, so they stay fast at millions of rows.
+ */
+export class UsageRepo {
+  private readonly writes: TransactionBatcher;
+
+  constructor(private readonly db: Db) {
+    this.writes = new TransactionBatcher(db.kysely);
+  }
+
+  /** Writes a settled row with its aggregate through `db` (a transaction in progress). */
+  async record(db: DbHandle, row: UsageLedgerRow): Promise<void> {
+    await db.kysely.insertInto('usage_ledger').values(row).execute();
+    const daily = dailyOf(row);
+    await db.kysely
+      .insertInto('usage_daily')
+      .values(daily)
+      .onConflict((oc) =>
+        oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) => ({
+          requests: eb('usage_daily.requests', '+', eb.ref('excluded.requests')),
+          tasks: eb('usage_daily.tasks', '+', eb.ref('excluded.tasks')),
+          input_tokens: eb('usage_daily.input_tokens', '+', eb.ref('excluded.input_tokens')),
+          output_tokens: eb('usage_daily.output_tokens', '+', eb.ref('excluded.output_tokens')),
+          cost: eb('usage_daily.cost', '+', eb.ref('excluded.cost')),
+          errors: eb('usage_daily.errors', '+', eb.ref('excluded.errors')),
+        })),
+      )
+      .execute();
+  }
+
+  /** Writes a call's row; calls ending together share one transaction. */
+  recordCall(row: UsageLedgerRow): Promise<void> {
+    return this.writes.run((trx) => this.record({ kysely: trx, dialect: this.db.dialect }, row));
+  }
+
+  /** Marks rows whose settlement the shared counters have taken in. */
+  async markApplied(ids: readonly string[]): Promise<void> {
+    if (ids.length === 0) return;
+    await this.writes.run((trx) => trx.updateTable('usage_ledger').set({ counters_applied: 1 }).where('id', 'in', [...ids]).execute());
+  }
+
+  /** Rows ended before `before` whose settlement the shared counters have not taken in. */
+  async unapplied(before: number, limit: number): Promise<UsageLedgerRow[]> {
+    return this.db.kysely.selectFrom('usage_ledger').selectAll().where('counters_applied', '=', 0).where('finished_at', '<', before).orderBy('finished_at').limit(limit).execute();
+  }
+
+  async find(id: string): Promise<UsageLedgerRow | undefined> {
+    return this.db.kysely.selectFrom('usage_ledger').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** Usage between two times, grouped: whole UTC days from the aggregate, the partial days at the ends from the rows. */
+  async sums(query: UsageQuery): Promise<UsageSums[]> {
+    const firstWhole = Math.ceil(query.from / DAY_MS) * DAY_MS;
+    const lastWhole = Math.floor(query.to / DAY_MS) * DAY_MS;
+    const parts: Promise<UsageSums[]>[] = [];
+    if (firstWhole >= lastWhole) parts.push(this.rawSums(query, query.from, query.to));
+    else {
+      parts.push(this.dailySums(query, dayOf(firstWhole), dayOf(lastWhole)));
+      if (query.from < firstWhole) parts.push(this.rawSums(query, query.from, firstWhole));
+      if (lastWhole < query.to) parts.push(this.rawSums(query, lastWhole, query.to));
+    }
+    const merged = new Map<string, UsageSums>();
+    for (const rows of await Promise.all(parts)) {
+      for (const row of rows) {
+        const sum = merged.get(row.key);
+        if (!sum) merged.set(row.key, row);
+        else for (const field of ['requests', 'tasks', 'input_tokens', 'output_tokens', 'cost', 'errors'] as const) sum[field] += row[field];
+      }
+    }
+    return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  }
+
+  private async dailySums(query: UsageQuery, fromDay: string, toDay: string): Promise<UsageSums[]> {
+    const column = GROUP_COLUMNS[query.groupBy];
+    let q = this.db.kysely
+      .selectFrom('usage_daily')
+      .select((eb) => [
+        eb.ref(column).as('key'),
+        eb.fn.sum<number>('requests').as('requests'),
+        eb.fn.sum<number>('tasks').as('tasks'),
+        eb.fn.sum<number>('input_tokens').as('input_tokens'),
+        eb.fn.sum<number>('output_tokens').as('output_tokens'),
+        eb.fn.sum<number>('cost').as('cost'),
+        eb.fn.sum<number>('errors').as('errors'),
+      ])
+      .where('day', '>=', fromDay)
+      .where('day', '<', toDay)
+      .groupBy(column);
+    if (query.userId !== undefined) q = q.where('user_id', '=', query.userId);
+    return (await q.execute()).map(numericSums);
+  }
+
+  private async rawSums(query: UsageQuery, from: number, to: number): Promise<UsageSums[]> {
+    // A raw range lies within one UTC day, so grouping by day is that day.
+    const key = query.groupBy === 'day' ? sql<string>`${dayOf(from)}` : sql<string>`coalesce(${sql.ref(GROUP_COLUMNS[query.groupBy])}, '')`;
+    const isError = (eb: ExpressionBuilder<Database, 'usage_ledger'>) => eb.case().when('status', 'in', ERROR_STATUSES).then(1).else(0).end();
+    let q = this.db.kysely
+      .selectFrom('usage_ledger')
+      .select((eb) => [
+        key.as('key'),
+        eb.fn.countAll<number>().as('requests'),
+        eb.fn.sum<number>(eb.case().when('kind', '=', 'task').then(1).else(0).end()).as('tasks'),
+        eb.fn.sum<number>('input_tokens').as('input_tokens'),
+        eb.fn.sum<number>('output_tokens').as('output_tokens'),
+        eb.fn.sum<number>('cost').as('cost'),
+        eb.fn.sum<number>(isError(eb)).as('errors'),
+      ])
+      .where('created_at', '>=', from)
+      .where('created_at', '<', to)
+      .groupBy('key');
+    if (query.userId !== undefined) q = q.where('user_id', '=', query.userId);
+    return (await q.execute()).map(numericSums);
+  }
+
+  /** Ledger rows, newest first, after the cursor. */
+  async list(filter: LedgerFilter, limit: number, after: Cursor | undefined): Promise<UsageLedgerRow[]> {
+    let q = this.db.kysely.selectFrom('usage_ledger').selectAll();
+    if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
+    if (filter.tokenId !== undefined) q = q.where('token_id', '=', filter.tokenId);
+    if (filter.model !== undefined) q = q.where('model', '=', filter.model);
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    q = newestFirst(q, filter.from, filter.to, after);
+    return q.limit(limit).execute();
+  }
+
+  /** Tasks, newest first, after the cursor. */
+  async tasks(filter: TaskFilter, limit: number, after: Cursor | undefined): Promise<TaskRow[]> {
+    let q = this.db.kysely.selectFrom('tasks').selectAll();
+    if (filter.ownerId !== undefined) q = q.where('owner_id', '=', filter.ownerId);
+    if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    if (filter.model !== undefined) q = q.where('model', '=', filter.model);
+    q = newestFirst(q, filter.from, filter.to, after);
+    return q.limit(limit).execute();
+  }
+
+  /** Deletes ledger rows that began before `before`, a batch per statement; the aggregate stays. */
+  async deleteBefore(before: number): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const batch = this.db.kysely.selectFrom('usage_ledger').select('id').where('created_at', '<', before).orderBy('created_at').limit(RETENTION_BATCH);
+      const res = await this.db.kysely.deleteFrom('usage_ledger').where('id', 'in', batch).executeTakeFirst();
+      const n = Number(res.numDeletedRows);
+      deleted += n;
+      if (n < RETENTION_BATCH) return deleted;
+      // Between batches other writers get their turn.
+      await new Promise((resolve) => setImmediate(resolve));
+    }
+  }
+}
+
+function numericSums(row: Record<string, unknown>): UsageSums {
+  return {
+    key: String(row.key ?? ''),
+    requests: Number(row.requests ?? 0),
+    tasks: Number(row.tasks ?? 0),
+    input_tokens: Number(row.input_tokens ?? 0),
+    output_tokens: Number(row.output_tokens ?? 0),
+    cost: Number(row.cost ?? 0),
+    errors: Number(row.errors ?? 0),
+  };
+}
+
+/** Time range and cursor over a table with created_at and id, newest first (the (…, created_at, id) indexes). */
+function newestFirst<T extends 'tasks' | 'usage_ledger', O>(q: SelectQueryBuilder<Database, T, O>, from: number | undefined, to: number | undefined, after: Cursor | undefined): SelectQueryBuilder<Database, T, O> {
+  const created = sql.ref<number>('created_at');
+  const id = sql.ref<string>('id');
+  let out = q;
+  if (from !== undefined) out = out.where(sql<boolean>`${created} >= ${from}`);
+  if (to !== undefined) out = out.where(sql<boolean>`${created} < ${to}`);
+  if (after) out = out.where(sql<boolean>`(${created} < ${after.at} or (${created} = ${after.at} and ${id} < ${after.id}))`);
+  return out.orderBy(sql`created_at desc`).orderBy(sql`id desc`);
+}
