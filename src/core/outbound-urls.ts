@@ -68,7 +68,7 @@ export function hostOf(url: URL): string {
 }
 
 /** `localhost` and its subdomains, which resolve to loopback by definition (RFC 6761). */
-export function isLocalhostName(host: string): boolean {
+function isLocalhostName(host: string): boolean {
   return host === 'localhost' || host.endsWith('.localhost');
 }
 
@@ -129,6 +129,7 @@ export class OutboundUrlPolicy {
     return this.opts.allowed.hasName(host);
   }
 
+  /** A literal or resolved address: public unicast, or in a trusted range. */
   addressAllowed(address: string): boolean {
     return isPublicUnicast(address) || this.opts.allowed.hasAddress(address);
   }
