@@ -32,7 +32,7 @@ import { VideoService } from './video/service.ts';
 import { AudioService } from './audio/service.ts';
 import { DigitalHumanGenerations } from './digital-human/service.ts';
 import { Mesh3dService } from './mesh3d/mesh3d-service.ts';
-import { createChatModelRegistry, createEngineRegistry, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
+import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
 import { createAgentServices } from './agent/agent-services.ts';
@@ -46,6 +46,12 @@ import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
+import { EmbeddingService } from './embeddings/service.ts';
+import { RerankService } from './rerank/service.ts';
+import { TranscriptionService } from './audio/transcription-service.ts';
+import { SpeechAudioService } from './audio/speech-audio.ts';
+import { OpenAiResponsesService } from './openai/responses-service.ts';
+import { OpenAiResponsesRepo } from './storage/repos/openai-responses-repo.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -128,7 +134,17 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
   const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
-  const services: AppServices = { settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents };
+  const syncModels = createSyncModelRegistries(settings, logger.child({ component: 'providers' }));
+  const resolveModel = generations.resolveModel.bind(generations);
+  const embeddings = new EmbeddingService({ models: syncModels.embeddings, resolveModel });
+  const rerank = new RerankService({ models: syncModels.rerankers, resolveModel });
+  const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
+  const speechAudio = new SpeechAudioService({ audio, files });
+  const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
+  const services: AppServices = {
+    settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents,
+    embeddings, rerank, transcriptions, speechAudio, openaiResponses,
+  };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
   // A worker answers /healthz and /metrics only.

@@ -47,3 +47,32 @@ export type SongInput = Omit<SongBody, 'model'>;
 
 /** Task input of `speech.generations`: the body without `model`. */
 export type SpeechInput = Omit<SpeechBody, 'model'>;
+
+/** OpenAI's speech formats; the gateway writes mp3, wav and flac. */
+export const OPENAI_SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;
+
+/** The body of POST /v1/audio/speech and /openai/v1/audio/speech (OpenAI's speech API). */
+export const OpenAiSpeechBody = Type.Object({
+  model: Type.String({ minLength: 1, description: 'catalog alias of a text_to_speech model' }),
+  input: Type.String({ minLength: 1, maxLength: 10_000, description: 'the text to speak' }),
+  voice: Type.String({ minLength: 1, description: 'one of the model\'s text_to_speech.voices[].id (any id when the model lists none)' }),
+  instructions: Type.Optional(Type.String({ description: 'style steering; accepted, not applied by the built-in engine' })),
+  response_format: Type.Optional(Type.Enum([...OPENAI_SPEECH_FORMATS], { description: 'mp3 (default), wav or flac; opus, aac and pcm are refused' })),
+  speed: Type.Optional(Type.Number({ minimum: 0.25, maximum: 4, description: '0.25 to 4, applied within 0.5 to 2' })),
+  stream_format: Type.Optional(Type.Enum(['audio', 'sse'], { description: 'audio only' })),
+}, { additionalProperties: false });
+export type OpenAiSpeechBody = Static<typeof OpenAiSpeechBody>;
+
+export const TRANSCRIPTION_FORMATS = ['json', 'text', 'srt', 'verbose_json', 'vtt'] as const;
+export type TranscriptionFormat = (typeof TRANSCRIPTION_FORMATS)[number];
+
+/** The text fields of POST /v1/audio/transcriptions (multipart, OpenAI's transcription API); the audio comes as the `file` part. */
+export const TranscriptionFields = Type.Object({
+  model: Type.String({ minLength: 1, description: 'catalog alias of a speech_to_text model' }),
+  language: Type.Optional(Type.String({ pattern: '^[A-Za-z]{2,3}$', description: 'ISO-639-1 language of the speech' })),
+  prompt: Type.Optional(Type.String()),
+  response_format: Type.Optional(Type.Enum([...TRANSCRIPTION_FORMATS], { description: 'json (default), text, srt, verbose_json or vtt' })),
+  temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
+  stream: Type.Optional(Type.Boolean({ description: 'false only' })),
+}, { additionalProperties: true });
+export type TranscriptionFields = Static<typeof TranscriptionFields>;

@@ -22,9 +22,9 @@ export class SseWriter {
     return this.res.destroyed;
   }
 
-  /** Writes `data: <data>`; resolves when the socket can take more. */
-  async send(data: string): Promise<void> {
-    if (this.res.write(`data: ${data}\n\n`) || this.res.destroyed) return;
+  /** Writes `data: <data>` (after `event: <event>` when named); resolves when the socket can take more. */
+  async send(data: string, event?: string): Promise<void> {
+    if (this.res.write(`${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`) || this.res.destroyed) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);

@@ -54,6 +54,7 @@ export const ERROR_CODES = {
   skill_not_found: 404,
   agent_not_found: 404,
   document_not_found: 404,
+  previous_response_not_found: 404,
   task_already_finished: 409,
   task_not_cancellable: 409,
   request_already_running: 409,

@@ -28,6 +28,9 @@ import { digitalHumanRoutes } from './routes/digital-human.ts';
 import { mesh3dRoutes } from './routes/mesh3d.ts';
 import { audioRoutes } from './routes/audio.ts';
 import { imageEditRoutes } from './routes/image-edits.ts';
+import { embeddingRoutes, rerankRoutes } from './routes/embeddings.ts';
+import { openAiAudioRoutes } from './routes/audio-openai.ts';
+import { OPENAI_PREFIX, openAiRoutes } from '../openai/routes.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -147,5 +150,9 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(responseRoutes(services));
   await app.register(skillRoutes(services));
   await app.register(agentRoutes(services));
+  await app.register(embeddingRoutes(services), { prefix: '/v1' });
+  await app.register(openAiAudioRoutes(services), { prefix: '/v1' });
+  await app.register(rerankRoutes(services));
+  await app.register(openAiRoutes(services), { prefix: OPENAI_PREFIX });
   return app;
 }

@@ -21,6 +21,11 @@ import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
 import type { AgentServices } from '../agent/agent-services.ts';
+import type { EmbeddingService } from '../embeddings/service.ts';
+import type { RerankService } from '../rerank/service.ts';
+import type { TranscriptionService } from '../audio/transcription-service.ts';
+import type { SpeechAudioService } from '../audio/speech-audio.ts';
+import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -55,4 +60,14 @@ export interface AppServices {
   chat: ChatService;
   /** The /v1/responses agent, personal skills and knowledge-base agents. */
   agents: AgentServices;
+  /** Embeddings (/v1/embeddings, /openai/v1/embeddings). */
+  embeddings: EmbeddingService;
+  /** Rerank (/v1/rerank). */
+  rerank: RerankService;
+  /** Transcriptions (/v1/audio/transcriptions, /openai/v1/audio/transcriptions). */
+  transcriptions: TranscriptionService;
+  /** Speech answered as audio bytes (/v1/audio/speech, /openai/v1/audio/speech). */
+  speechAudio: SpeechAudioService;
+  /** OpenAI's Responses API (/openai/v1/responses). */
+  openaiResponses: OpenAiResponsesService;
 }

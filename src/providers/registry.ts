@@ -15,7 +15,13 @@ import { hunyuanAdapter } from './hunyuan/adapter.ts';
 import { falAdapter } from './fal/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
-import { TaskRejectedError, type ChatModel, type GenerationEngine } from './spec.ts';
+import { createOpenAiEmbeddingModel } from './openai/embedding-model.ts';
+import { createOpenAiTranscriptionModel } from './openai/transcription-model.ts';
+import { createRerankModel } from './cohere/adapter.ts';
+import { LocalEmbeddingModel, LocalRerankModel } from './local/text/local-text-models.ts';
+import { LocalTranscriptionModel } from './local/audio/local-transcription-model.ts';
+import { ApiError } from '../core/errors.ts';
+import { TaskRejectedError, type ChatModel, type EmbeddingModel, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
 
 /** Which engine runs a catalog model. */
@@ -127,4 +133,53 @@ export function createChatModelRegistry(settings: Settings, logger: Logger): Cha
     byProvider.set(provider, createOpenAiChatModel(adapterContext(provider, providerSettings, logger)));
   }
   return { chatModelFor: (model) => byProvider.get(model.providerCode) ?? local };
+}
+
+/** The models of one kind of synchronous call (embeddings, transcription, rerank), by catalog model. */
+export interface SyncModelRegistry<M> {
+  modelFor(model: LiveModel): M;
+}
+
+/** Adapters that speak a rerank API (the Cohere v2 / Jina shape). */
+const RERANK_ADAPTERS: readonly string[] = ['cohere', 'jina'];
+
+/**
+ * One kind of synchronous call by provider: a configured provider whose adapter `remoteFor` knows
+ * gets that model; a configured provider it does not know answers 400 (its models cannot serve
+ * this call); everything else (and `adapter: "local"`) the local model.
+ */
+function syncModelRegistry<M extends object>(settings: Settings, logger: Logger, local: M, call: string, remoteFor: (adapter: string, providerSettings: ProviderSettings) => ((ctx: AdapterContext) => M) | undefined): SyncModelRegistry<M> {
+  const byProvider = new Map<string, M>();
+  for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
+    const adapter = providerSettings.adapter ?? provider;
+    if (adapter === 'local') continue;
+    const factory = remoteFor(adapter, providerSettings);
+    byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : refusing<M>(provider, adapter, call));
+  }
+  return { modelFor: (model) => byProvider.get(model.providerCode) ?? local };
+}
+
+/** A model whose every call is 400: its provider's adapter does not serve this call. */
+function refusing<M extends object>(provider: string, adapter: string, call: string): M {
+  return new Proxy({} as M, {
+    get: () => async () => {
+      throw new ApiError('model_capability_mismatch', `provider ${provider} (adapter ${adapter}) does not serve ${call}`, 'model');
+    },
+  });
+}
+
+/** OpenAI-compatible servers: the `openai` adapter, or any provider with a base_url that is not a rerank API. */
+const isOpenAiCompatible = (adapter: string, providerSettings: ProviderSettings) => adapter === 'openai' || (providerSettings.base_url !== undefined && !RERANK_ADAPTERS.includes(adapter));
+
+/** Embeddings, transcription and rerank models (POST /v1/embeddings, /v1/audio/transcriptions, /v1/rerank and their /openai/v1 twins). */
+export function createSyncModelRegistries(settings: Settings, logger: Logger): {
+  embeddings: SyncModelRegistry<EmbeddingModel>;
+  transcriptions: SyncModelRegistry<TranscriptionModel>;
+  rerankers: SyncModelRegistry<RerankModel>;
+} {
+  return {
+    embeddings: syncModelRegistry<EmbeddingModel>(settings, logger, new LocalEmbeddingModel(), 'embeddings', (adapter, s) => (isOpenAiCompatible(adapter, s) ? createOpenAiEmbeddingModel : undefined)),
+    transcriptions: syncModelRegistry<TranscriptionModel>(settings, logger, new LocalTranscriptionModel(), 'transcriptions', (adapter, s) => (isOpenAiCompatible(adapter, s) ? createOpenAiTranscriptionModel : undefined)),
+    rerankers: syncModelRegistry<RerankModel>(settings, logger, new LocalRerankModel(), 'rerank', (adapter) => (RERANK_ADAPTERS.includes(adapter) ? createRerankModel : undefined)),
+  };
 }

@@ -355,3 +355,76 @@ export interface RerankResult {
 export interface RerankModel {
   rerank(request: RerankRequest, options: ChatCallOptions): Promise<RerankResult>;
 }
+
+// ---- Embeddings, transcription and rerank: synchronous calls, like chat ----
+
+/** One embeddings call: texts (never empty) and, when the caller chose one, the vector length. */
+export interface EmbeddingRequest {
+  model: LiveModel;
+  input: string[];
+  dimensions?: number;
+  user?: string;
+}
+
+export interface EmbeddingResult {
+  /** One vector per input text, in order, as plain numbers. */
+  vectors: number[][];
+  promptTokens: number;
+}
+
+/** Something that embeds texts: the local model or an OpenAI-compatible embeddings API. Failures are ApiErrors, as ChatModel's. */
+export interface EmbeddingModel {
+  embed(request: EmbeddingRequest, options: ChatCallOptions): Promise<EmbeddingResult>;
+}
+
+/** One transcription call: the audio file and the caller's hints. */
+export interface TranscriptionRequest {
+  model: LiveModel;
+  file: InputFile;
+  /** ISO-639-1 language of the speech, when the caller knows it. */
+  language?: string;
+  /** Text that precedes the audio or names its vocabulary. */
+  prompt?: string;
+  temperature?: number;
+}
+
+export interface TranscriptSegment {
+  start: number;
+  end: number;
+  text: string;
+}
+
+/** What a transcription found: the text, and what it knows of the audio. */
+export interface Transcription {
+  text: string;
+  /** ISO-639-1 code, or null when nothing tells. */
+  language: string | null;
+  /** Seconds of audio. */
+  duration: number;
+  channels?: number;
+  segments?: TranscriptSegment[];
+  usage?: { type: 'tokens'; input_tokens: number; output_tokens: number; total_tokens: number } | { type: 'duration'; seconds: number };
+}
+
+export interface TranscriptionModel {
+  transcribe(request: TranscriptionRequest, options: ChatCallOptions): Promise<Transcription>;
+}
+
+/** One rerank call: the documents scored against the query. */
+export interface RerankRequest {
+  model: LiveModel;
+  query: string;
+  documents: string[];
+  /** Keep the best this many (default all). */
+  topN?: number;
+}
+
+export interface RerankResult {
+  /** Best first: the document's index in the request and its score (higher is more relevant). */
+  results: { index: number; relevance_score: number }[];
+  usage: { total_tokens?: number; search_units?: number };
+}
+
+export interface RerankModel {
+  rerank(request: RerankRequest, options: ChatCallOptions): Promise<RerankResult>;
+}

@@ -15,6 +15,7 @@ export interface Database {
   ws_tickets: WsTicketRow;
   conversations: ConversationRow;
   conversation_messages: ConversationMessageRow;
+  openai_responses: OpenAiResponseRow;
   skills: SkillRow;
   agents: AgentRow;
   agent_documents: AgentDocumentRow;
@@ -355,6 +356,17 @@ export interface ConversationMessageRow {
   seq: number;
   /** JSON of the message as stored (media by URL, never base64 audio, files or video). */
   message: string;
+  created_at: number;
+}
+
+/** A response of /openai/v1/responses, kept for previous_response_id. */
+export interface OpenAiResponseRow {
+  id: string;
+  owner_id: string;
+  /** JSON of the conversation up to and including the response (instructions left out). */
+  messages: string;
+  /** JSON of the response object. */
+  response: string;
   created_at: number;
 }
 

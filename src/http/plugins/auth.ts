@@ -9,7 +9,7 @@ declare module 'fastify' {
   }
 }
 
-const PROTECTED_PREFIXES = ['/v1/', '/api/', '/upload/'];
+const PROTECTED_PREFIXES = ['/v1/', '/openai/v1/', '/api/', '/upload/'];
 
 function bearerOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
@@ -18,7 +18,7 @@ function bearerOf(request: FastifyRequest): string | undefined {
   return match ? match[1] : undefined;
 }
 
-/** Bearer auth on /v1, /api, /upload (API tokens) and /admin (the admin token only). */
+/** Bearer auth on /v1, /openai/v1, /api, /upload (API tokens) and /admin (the admin token only). */
 export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
   app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', (request, _reply, done) => {

@@ -117,12 +117,19 @@ const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
   reasoning_effort: Type.Optional(Type.String()),
 }, { additionalProperties: true }));
 
-/** POST /v1/chat/completions: OpenAI's chat API, streaming by default. */
-export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  app.post('/v1/chat/completions', {
+/** Where a chat-completions route is served and whether it streams when the body says nothing. */
+export interface ChatCompletionsRoute {
+  path: string;
+  /** /v1 streams by default (spec document 1); /openai/v1 answers one object, as OpenAI does. */
+  streamByDefault: boolean;
+}
+
+/** A chat-completions route: OpenAI's chat API over the chat service. */
+export const chatCompletionsRoute = (services: AppServices, route: ChatCompletionsRoute): FastifyPluginAsyncTypebox => async (app) => {
+  app.post(route.path, {
     schema: {
       tags: ['chat'],
-      summary: 'Chat completion in the OpenAI shape; server-sent events unless stream is false',
+      summary: `Chat completion in the OpenAI shape; ${route.streamByDefault ? 'server-sent events unless stream is false' : 'one chat.completion unless stream is true'}`,
       description: 'Streaming: `chat.completion.chunk` events, a usage chunk (`choices: []`), then `data: [DONE]`. ' +
         'A failure after the stream started is sent as `data: {"error": {…}}` and the stream ends without [DONE]. ' +
         'Non-streaming: a `chat.completion` with `usage`.',
@@ -135,7 +142,8 @@ export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) abort.abort();
     });
-    const outcome = await services.chat.start(request.body, request.principal.userId, abort.signal);
+    const body = { ...request.body, stream: request.body.stream ?? route.streamByDefault };
+    const outcome = await services.chat.start(body, request.principal.userId, abort.signal);
     if (outcome.kind === 'completion') return outcome.completion;
 
     // Until the first chunk the answer can still be an error status (e.g. 504 when the upstream
@@ -155,3 +163,6 @@ export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
     }
   });
 };
+
+/** POST /v1/chat/completions: OpenAI's chat API, streaming by default. */
+export const chatRoutes = (services: AppServices): FastifyPluginAsyncTypebox => chatCompletionsRoute(services, { path: '/v1/chat/completions', streamByDefault: true });

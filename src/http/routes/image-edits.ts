@@ -1,5 +1,5 @@
 import path from 'node:path';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { MultipartFile } from '@fastify/multipart';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
@@ -71,8 +71,18 @@ async function readEditForm(request: FastifyRequest, files: FileService, maxByte
   return form;
 }
 
-/** POST /v1/images/edits: multipart with image files, or JSON with image URLs. */
-export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+/** An edit request read from either body: the checked fields and the image references. */
+export interface EditRequest {
+  checked: CheckedImageEdit;
+  image: string[];
+  mask?: string;
+}
+
+/**
+ * Reads an edit from a multipart form (its files kept as the caller's once the service checked
+ * the fields) or from a JSON body; nothing is kept on an error.
+ */
+export function imageEditReader(app: FastifyInstance, services: AppServices): (request: FastifyRequest) => Promise<EditRequest> {
   const { files, settings, images } = services;
   // Multipart text fields are text, like a query string: checked against the same field
   // schema as the JSON body, with the coercion the app applies to query strings.
@@ -86,8 +96,7 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
     return fields as ImagesEditFormFields;
   }
 
-  /** Reads the form, has the service check it, then registers its files as the caller's; nothing is kept on an error. */
-  async function editFromForm(request: FastifyRequest): Promise<{ checked: CheckedImageEdit; image: string[]; mask?: string }> {
+  async function editFromForm(request: FastifyRequest): Promise<EditRequest> {
     const written: PendingFile[] = [];
     try {
       const form = await readEditForm(request, files, settings.maxFileBytes, written);
@@ -103,12 +112,18 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
     }
   }
 
-  function editFromJson(body: ImagesEditJsonBody): { checked: CheckedImageEdit; image: string[]; mask?: string } {
+  function editFromJson(body: ImagesEditJsonBody): EditRequest {
     const { image, mask, ...fields } = body;
     const list = Array.isArray(image) ? image : [image];
     return { checked: images.checkEdit(fields, list.length), image: list, ...(mask ? { mask } : {}) };
   }
 
+  return async (request) => (request.isMultipart() ? editFromForm(request) : editFromJson(request.body as ImagesEditJsonBody));
+}
+
+/** POST /v1/images/edits: multipart with image files, or JSON with image URLs. */
+export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  const readEdit = imageEditReader(app, services);
   app.post('/v1/images/edits', {
     schema: {
       tags: ['generation'],
@@ -120,7 +135,7 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
       body: { content: { 'application/json': { schema: ImagesEditJsonBody } } },
     },
   }, async (request, reply) => {
-    const { checked, ...refs } = request.isMultipart() ? await editFromForm(request) : editFromJson(request.body as ImagesEditJsonBody);
-    return sendOutcome(reply, await images.edit(callerOf(request), checked, refs, modeOf(request)), openAiImageFields);
+    const { checked, ...refs } = await readEdit(request);
+    return sendOutcome(reply, await services.images.edit(callerOf(request), checked, refs, modeOf(request)), openAiImageFields);
   });
 };

@@ -74,7 +74,7 @@ export class OpenAiChatModel implements ChatModel {
 }
 
 /** Where the `openai` adapter's provider is served when its settings name no base_url. */
-const OPENAI_BASE_URL = 'https://api.openai.com/v1';
+export const OPENAI_BASE_URL = 'https://api.openai.com/v1';
 
 /** The chat model of a configured provider (GENGATE_CONFIG providers.<code>). */
 export function createOpenAiChatModel(ctx: AdapterContext): ChatModel {

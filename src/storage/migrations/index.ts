@@ -12,6 +12,7 @@ import * as workerHeartbeats from './0010-worker-heartbeats.ts';
 import * as agentApprovals from './0014-agent-approvals.ts';
 import * as limitsUsage from './0018-limits-usage.ts';
 import * as idempotencyKeys from './0019-idempotency-keys.ts';
+import * as openaiResponses from './0021-openai-responses.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -28,4 +29,5 @@ export const migrations: Record<string, Migration> = {
   '0014_agent_approvals': agentApprovals,
   '0018_limits_usage': limitsUsage,
   '0019_idempotency_keys': idempotencyKeys,
+  '0021_openai_responses': openaiResponses,
 };

@@ -1,0 +1,101 @@
+/**
+ * /openai/v1: OpenAI's API as OpenAI's SDKs expect it, over the same services as /v1. One plugin,
+ * registered with the prefix, so the admission hooks that wrap /v1 can wrap it the same way.
+ */
+import { Type } from 'typebox';
+import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
+import { toCompatItem } from '../catalog/listing.ts';
+import { SseWriter } from '../chat/sse-writer.ts';
+import { ApiError } from '../core/errors.ts';
+import { clientGoneSignal } from '../http/client-gone.ts';
+import { callerOf } from '../http/generation-reply.ts';
+import { toApiError } from '../http/plugins/errors.ts';
+import { openAiAudioRoutes } from '../http/routes/audio-openai.ts';
+import { chatCompletionsRoute } from '../http/routes/chat.ts';
+import { embeddingRoutes } from '../http/routes/embeddings.ts';
+import { imageEditReader } from '../http/routes/image-edits.ts';
+import { ImagesEditJsonBody } from '../images/schemas.ts';
+import type { AppServices } from '../http/services.ts';
+import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from './images.ts';
+import { ResponsesBody } from './responses-schemas.ts';
+
+const security = [{ bearer: [] }];
+
+export const OPENAI_PREFIX = '/openai/v1';
+
+/** The routes under /openai/v1 (register with `{prefix: OPENAI_PREFIX}`). */
+export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  const { catalog } = services;
+  const imageAnswers = new OpenAiImageAnswers({ catalog: services.catalog, files: services.files });
+  const readEdit = imageEditReader(app, services);
+
+  await app.register(chatCompletionsRoute(services, { path: '/chat/completions', streamByDefault: false }));
+  await app.register(embeddingRoutes(services));
+  await app.register(openAiAudioRoutes(services));
+
+  const created = Math.floor(Date.now() / 1000);
+  const modelItem = (alias: string) => {
+    const model = catalog.find(alias);
+    if (!model) throw new ApiError('model_not_found', `The model '${alias}' does not exist`, 'model');
+    const { id, object, owned_by: ownedBy } = toCompatItem(model, created);
+    return { id, object, created, owned_by: ownedBy };
+  };
+  app.get('/models', { schema: { tags: ['openai'], summary: 'The catalog\'s models as OpenAI lists them', security } },
+    async () => ({ object: 'list', data: catalog.list().map((model) => modelItem(model.alias)) }));
+  app.get('/models/:model', {
+    schema: { tags: ['openai'], summary: 'One model', security, params: Type.Object({ model: Type.String() }) },
+  }, async (request) => modelItem(request.params.model));
+
+  app.post('/images/generations', {
+    schema: { tags: ['openai'], summary: 'Generate images (OpenAI\'s images API); answers when they are ready', security, body: OpenAiImagesBody },
+  }, async (request) => {
+    const { input, options } = imageRequest(request.body);
+    return imageAnswers.answer(await services.images.generate(callerOf(request), input, 'sync'), options);
+  });
+
+  app.post('/images/edits', {
+    schema: {
+      tags: ['openai'],
+      summary: 'Edit images (OpenAI\'s images API): multipart `image[]`/`image` and `mask` parts, or JSON with image URLs',
+      security,
+      body: { content: { 'application/json': { schema: ImagesEditJsonBody } } },
+    },
+  }, async (request) => {
+    const { checked, ...refs } = await readEdit(request);
+    const options = answerOptionsOf(checked.input, checked.model.alias);
+    return imageAnswers.answer(await services.images.edit(callerOf(request), checked, refs, 'sync'), options);
+  });
+
+  app.post('/responses', {
+    schema: {
+      tags: ['openai'],
+      summary: 'OpenAI\'s Responses API: one response object, or its events with stream: true',
+      description: 'Input items (messages with input_text, input_image, input_file parts; function_call and function_call_output), instructions, function tools, previous_response_id over stored responses. ' +
+        'Streaming: `event:` + `data:` frames, each with a sequence_number, ending with response.completed (or response.incomplete, response.failed); no [DONE].',
+      security,
+      body: ResponsesBody,
+    },
+  }, async (request, reply) => {
+    const signal = clientGoneSignal(reply);
+    const outcome = await services.openaiResponses.create(request.body, request.principal.userId, signal);
+    if (outcome.kind === 'response') return outcome.response;
+    reply.hijack();
+    const sse = new SseWriter(reply.raw, reply.getHeaders());
+    let sequence = 0;
+    const send = (event: { type: string }) => sse.send(JSON.stringify({ ...event, sequence_number: sequence++ }), event.type);
+    try {
+      for await (const event of outcome.events) await send(event);
+      sse.end();
+    } catch (err) {
+      if (signal.aborted) return;
+      const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
+      request.log.warn({ err, code: error.code }, 'responses stream failed after it started');
+      await send(outcome.failed(error.code, error.message));
+      sse.end();
+    }
+  });
+
+  app.get('/responses/:id', {
+    schema: { tags: ['openai'], summary: 'A stored response of the caller', security, params: Type.Object({ id: Type.String() }) },
+  }, async (request) => services.openaiResponses.find(request.principal.userId, request.params.id));
+};

@@ -1,0 +1,61 @@
+import { ApiError } from '../../core/errors.ts';
+import type { AdapterContext } from '../adapter-support.ts';
+import type { ChatCallOptions, EmbeddingModel, EmbeddingRequest, EmbeddingResult } from '../spec.ts';
+import { syncJson, syncRequest } from '../sync-upstream.ts';
+import { UpstreamClient } from '../upstream-client.ts';
+import { OPENAI_BASE_URL } from './chat-model.ts';
+
+/** What is read of an embeddings answer; `embedding` is a list of numbers, or base64 of float32 when a server sends it so anyway. */
+interface EmbeddingsReply {
+  data?: { index?: number; embedding?: number[] | string }[];
+  usage?: { prompt_tokens?: number };
+}
+
+/** The body sent upstream: the upstream's model name and the caller's fields; float vectors asked for explicitly. */
+export function embeddingsBody(request: EmbeddingRequest): Record<string, unknown> {
+  return {
+    model: request.model.defaultRealModelName,
+    input: request.input,
+    ...(request.dimensions !== undefined ? { dimensions: request.dimensions } : {}),
+    ...(request.user !== undefined ? { user: request.user } : {}),
+    encoding_format: 'float',
+  };
+}
+
+function vectorOf(embedding: number[] | string | undefined, provider: string): number[] {
+  if (Array.isArray(embedding)) return embedding;
+  if (typeof embedding === 'string') {
+    const bytes = Buffer.from(embedding, 'base64');
+    return Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.length / 4)));
+  }
+  throw new ApiError('upstream_error', `${provider} answered embeddings without an embedding`);
+}
+
+/** An OpenAI-compatible embeddings API (POST {base}/embeddings). */
+export class OpenAiEmbeddingModel implements EmbeddingModel {
+  constructor(private readonly client: UpstreamClient, private readonly provider: string) {}
+
+  async embed(request: EmbeddingRequest, { signal }: ChatCallOptions): Promise<EmbeddingResult> {
+    const res = await syncRequest(this.client, { path: '/embeddings', json: embeddingsBody(request), signal });
+    const reply = syncJson<EmbeddingsReply>(res, this.provider, 'embeddings');
+    const data = [...(reply.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
+    if (data.length !== request.input.length) {
+      throw new ApiError('upstream_error', `${this.provider} answered ${data.length} embeddings for ${request.input.length} inputs`);
+    }
+    return { vectors: data.map((item) => vectorOf(item.embedding, this.provider)), promptTokens: reply.usage?.prompt_tokens ?? 0 };
+  }
+}
+
+/** The UpstreamClient of an OpenAI-compatible provider: its base URL (OpenAI's by default) and bearer key. */
+export function openAiCompatibleClient(ctx: AdapterContext): UpstreamClient {
+  return new UpstreamClient({
+    ...ctx.client,
+    baseURL: ctx.baseURL ?? OPENAI_BASE_URL,
+    headers: ctx.apiKey ? { authorization: `Bearer ${ctx.apiKey}` } : {},
+    fetch: ctx.fetch,
+  });
+}
+
+export function createOpenAiEmbeddingModel(ctx: AdapterContext): EmbeddingModel {
+  return new OpenAiEmbeddingModel(openAiCompatibleClient(ctx), ctx.provider);
+}
