@@ -7,10 +7,13 @@ import { openDb } from './storage/db.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
 import { TokenService, adminTokenFile, resolveAdminToken, rotateAdminToken } from './auth/tokens.ts';
 import { startServer } from './main.ts';
+import { applyPatch, CREDIT_PERIODS, type LimitsPatch } from './limits/limits.ts';
 
 const USAGE = `usage:
   gengate serve [--role all|api|worker]         serve the API (settings from the environment; --role overrides ROLE)
   gengate token create --user ID [--name NAME]  create an API token for a user (printed once)
+      [--rpm N] [--tpm N] [--concurrent N]      with limits: requests and tokens per minute, tasks at once
+      [--credits N] [--credits-period day|month|total]   credits the period may spend (default day)
   gengate admin-token rotate                    replace the admin token kept in DATA_DIR (printed once)
   gengate catalog validate FILE                 check a model catalog file`;
 
@@ -59,17 +62,56 @@ async function serve(args: string[]): Promise<void> {
 }
 
 async function createToken(args: string[]): Promise<number> {
-  const { values } = parseArgs({ args, options: { user: { type: 'string' }, name: { type: 'string' } } });
+  const { values } = parseArgs({
+    args,
+    options: {
+      user: { type: 'string' },
+      name: { type: 'string' },
+      rpm: { type: 'string' },
+      tpm: { type: 'string' },
+      concurrent: { type: 'string' },
+      credits: { type: 'string' },
+      'credits-period': { type: 'string' },
+    },
+  });
   if (!values.user) {
     err('token create: --user ID is required');
     return 2;
   }
+  const patch: LimitsPatch = {};
+  for (const [flag, field] of [['rpm', 'requests_per_minute'], ['tpm', 'tokens_per_minute'], ['concurrent', 'concurrent_tasks']] as const) {
+    const raw = values[flag];
+    if (raw === undefined) continue;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) {
+      err(`token create: --${flag} must be a whole number of at least 1`);
+      return 2;
+    }
+    patch[field] = n;
+  }
+  if (values.credits !== undefined) {
+    const n = Number(values.credits);
+    if (!Number.isFinite(n) || n < 0) {
+      err('token create: --credits must be a number of at least 0');
+      return 2;
+    }
+    patch.credits = n;
+  }
+  const period = values['credits-period'];
+  if (period !== undefined) {
+    if (!(CREDIT_PERIODS as readonly string[]).includes(period)) {
+      err(`token create: --credits-period must be one of ${CREDIT_PERIODS.join(', ')}`);
+      return 2;
+    }
+    patch.credits_period = period as LimitsPatch['credits_period'];
+  }
+  const limits = applyPatch(undefined, patch);
   const settings = loadSettings();
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema });
   try {
     const tokens = new TokenService(new TokensRepo(db), resolveAdminToken(settings.dataDir, settings.adminToken).hash);
-    const created = await tokens.create(values.user, values.name);
-    out(JSON.stringify(created));
+    const created = await tokens.create(values.user, values.name, limits ? JSON.stringify(limits) : null);
+    out(JSON.stringify({ ...created, limits: limits ?? {} }));
     return 0;
   } finally {
     await db.close();

@@ -46,6 +46,13 @@ import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
+import { LimitsRepo } from './storage/repos/limits-repo.ts';
+import { UsageRepo } from './storage/repos/usage-repo.ts';
+import { IdempotencyRepo } from './storage/repos/idempotency-repo.ts';
+import { LimitsService } from './limits/limits-service.ts';
+import { MemoryLimitCounters } from './limits/counters.ts';
+import { IdempotencyService } from './limits/idempotency.ts';
+import { UsageLedger } from './limits/usage-ledger.ts';
 import { EmbeddingService } from './embeddings/service.ts';
 import { RerankService } from './rerank/service.ts';
 import { TranscriptionService } from './audio/transcription-service.ts';
@@ -107,6 +114,25 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
   // Registered first: the domains' end handlers find the stored files in the result.
   tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
+  // Limits and the ledger: every task settles in the transaction that ends it. Shared counters with Redis.
+  const limitsLogger = logger.child({ component: 'limits' });
+  const usageRepo = new UsageRepo(db);
+  const limits = new LimitsService(new LimitsRepo(db), usageRepo, bus, {
+    counters: settings.redisUrl
+      ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: limitsLogger })
+      : new MemoryLimitCounters(),
+    shared: settings.redisUrl !== undefined,
+    modelInfo: (alias) => ({ provider: catalog.find(alias)?.providerCode, pricing: settings.config.models?.[alias]?.pricing }),
+    // A slot or hold nobody settles (its holder died mid-call) lapses after the longest a call waits.
+    holdMs: Math.max(settings.syncTimeoutMs * 2, 24 * 60 * 60 * 1000),
+    logger: limitsLogger,
+  });
+  tasks.onEnd(() => true, limits.onTaskEnd);
+  await limits.start();
+  const usage = new UsageLedger(usageRepo, { retentionDays: settings.usageRetentionDays, logger: limitsLogger });
+  usage.startRetention();
+  const idempotency = new IdempotencyService(new IdempotencyRepo(db), { abandonAfterMs: settings.syncTimeoutMs + 60_000 });
+  idempotency.startSweep((err) => limitsLogger.error({ err }, 'idempotency key sweep failed'));
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
   tasks.onEnd(DIGITAL_HUMAN_CREATE, recordCreatedResource(digitalHumans));
   const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
@@ -141,7 +167,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
-  const services: AppServices = {
+  const services: AppServices = { limits, idempotency, usage,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };
@@ -189,6 +215,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await fetcher.close();
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();
+      usage.stop();
+      idempotency.stopSweep();
+      await limits.close();
       await bus.close();
       await db.close();
       blobs.close?.();

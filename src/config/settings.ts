@@ -4,6 +4,7 @@ import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { AllowedHosts } from '../core/outbound-urls.ts';
+import { ModelPricing } from '../limits/pricing.ts';
 
 /** Connection and behaviour of one upstream provider, from GENGATE_CONFIG. */
 export const ProviderSettings = Type.Object({
@@ -39,6 +40,8 @@ export const ModelOverride = Type.Object({
   disabled_until: Type.Optional(Type.String()),
   /** Capability values merged over the catalog's, per capability key. */
   capabilities: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()))),
+  /** Prices in credits: what calls of this model cost (GET /v1/models/list shows them as billing_mode). */
+  pricing: Type.Optional(ModelPricing),
 }, { additionalProperties: false });
 export type ModelOverride = Static<typeof ModelOverride>;
 
@@ -140,6 +143,8 @@ export interface Settings {
   filesDelivery: 'proxy' | 'redirect';
   /** FILES_REDIRECT_TTL_SECONDS: how long a presigned URL of a redirect works. */
   filesRedirectTtlSeconds: number;
+  /** USAGE_RETENTION_DAYS: usage ledger rows older than this are deleted (daily sums stay); 0 keeps them. */
+  usageRetentionDays: number;
 }
 
 export class SettingsError extends Error {}
@@ -277,6 +282,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     blobStore,
     filesDelivery,
     filesRedirectTtlSeconds: intSetting(env, 'FILES_REDIRECT_TTL_SECONDS', 900, 1),
+    usageRetentionDays: intSetting(env, 'USAGE_RETENTION_DAYS', 90),
   };
 }
 

@@ -40,6 +40,7 @@ export const ERROR_CODES = {
   history_source_unsupported: 400,
   // A URL the gateway will not fetch for a caller.
   url_not_allowed: 400,
+  invalid_idempotency_key: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   admin_required: 403,
@@ -62,7 +63,10 @@ export const ERROR_CODES = {
   file_too_large: 413,
   request_too_large: 413,
   task_rejected: 422,
+  idempotency_key_reused: 422,
   rate_limited: 429,
+  too_many_tasks: 429,
+  quota_exceeded: 429,
   internal_error: 500,
   task_failed: 502,
   upstream_error: 502,

@@ -10,6 +10,8 @@ import { ApiError } from '../core/errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerMetrics } from './plugins/metrics.ts';
+import { registerAdmission } from './plugins/admission.ts';
+import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
 import { healthRoutes } from './routes/health.ts';
@@ -110,6 +112,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     return app;
   }
   registerAuth(app, services.tokens);
+  registerAdmission(app, services);
 
   await app.register(multipart, {
     limits: {
@@ -150,6 +153,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(responseRoutes(services));
   await app.register(skillRoutes(services));
   await app.register(agentRoutes(services));
+  await app.register(usageRoutes(services));
+  await app.register(adminUsageRoutes(services));
   await app.register(embeddingRoutes(services), { prefix: '/v1' });
   await app.register(openAiAudioRoutes(services), { prefix: '/v1' });
   await app.register(rerankRoutes(services));

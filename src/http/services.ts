@@ -21,6 +21,9 @@ import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
 import type { AgentServices } from '../agent/agent-services.ts';
+import type { LimitsService } from '../limits/limits-service.ts';
+import type { IdempotencyService } from '../limits/idempotency.ts';
+import type { UsageLedger } from '../limits/usage-ledger.ts';
 import type { EmbeddingService } from '../embeddings/service.ts';
 import type { RerankService } from '../rerank/service.ts';
 import type { TranscriptionService } from '../audio/transcription-service.ts';
@@ -60,6 +63,12 @@ export interface AppServices {
   chat: ChatService;
   /** The /v1/responses agent, personal skills and knowledge-base agents. */
   agents: AgentServices;
+  /** Limits of tokens and users: admission of every API call, settlement, administration. */
+  limits: LimitsService;
+  /** Idempotency-Key on creating POSTs. */
+  idempotency: IdempotencyService;
+  /** The usage ledger's queries (usage sums, the requests log, task lists). */
+  usage: UsageLedger;
   /** Embeddings (/v1/embeddings, /openai/v1/embeddings). */
   embeddings: EmbeddingService;
   /** Rerank (/v1/rerank). */

@@ -15,7 +15,7 @@ export const LimitsPatch = Type.Object({
   tokens_per_minute: count('chat and agent input + output tokens per minute'),
   concurrent_tasks: count('tasks not yet ended'),
   credits: Type.Optional(Type.Union([Type.Number({ minimum: 0, description: 'credits the period may spend' }), Type.Null()])),
-  credits_period: Type.Optional(Type.Union([Type.Union(CREDIT_PERIODS.map((p) => Type.Literal(p))), Type.Null()])),
+  credits_period: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('month'), Type.Literal('total'), Type.Null()])),
 }, { additionalProperties: false });
 export type LimitsPatch = Static<typeof LimitsPatch>;
 

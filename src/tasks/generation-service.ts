@@ -9,11 +9,21 @@ import type { TaskRow } from '../storage/schema.ts';
 import type { TaskService } from './task-service.ts';
 import type { TaskStatusRecord } from './task-record.ts';
 
+/** What a call's admission (limits) does when the call creates its task. */
+export interface TaskAdmission {
+  /** Takes one of the caller's task slots (throws 429 too_many_tasks when all are taken); the task carries what it answers. */
+  beginTask(): Promise<{ tokenId: string | null; reservedCredits: number }>;
+  /** The task exists: it settles at its own end, not the call's. */
+  taskSubmitted(taskId: string): void;
+}
+
 /** Who asks: the token's user, the X-Client-Id of realtime pushes and the request id. */
 export interface GenerationCaller {
   ownerId: string;
   clientId: string | null;
   requestId: string;
+  /** The call's admission; none for tasks made inside the gateway (the agent's tools). */
+  admission?: TaskAdmission;
 }
 
 /** One generation call, as every modality's service hands it over: its model resolved, its input checked. */
@@ -84,6 +94,7 @@ export class GenerationService {
     const { model } = request;
     const engine = this.deps.engines.engineFor(model);
     const warnings = servedWarnings(servedDeclaration(engine.serves, model, request.endpoint), model, request.input);
+    const admitted = await request.admission?.beginTask();
     const task = await this.deps.tasks.submit({
       ownerId: request.ownerId,
       clientId: request.clientId,
@@ -95,7 +106,10 @@ export class GenerationService {
       cancellable: engine.cancellable,
       input: request.input,
       warnings,
+      tokenId: admitted?.tokenId ?? null,
+      reservedCredits: admitted?.reservedCredits ?? 0,
     });
+    request.admission?.taskSubmitted(task.id);
     if (mode === 'async') return { kind: 'submitted', task };
     const record = await this.deps.tasks.waitForEnd(task.id, this.deps.syncTimeoutMs);
     return record ? { kind: 'ended', task, record } : { kind: 'still_running', task };

@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
+import { applyPatch, LimitsPatch, LimitsView, parseLimits } from '../../limits/limits.ts';
 import type { AppServices } from '../services.ts';
 
 const TokenSummary = Type.Object({
@@ -8,6 +9,7 @@ const TokenSummary = Type.Object({
   user_id: Type.String(),
   name: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.Number({ description: 'milliseconds since the epoch' }),
+  limits: LimitsView,
 });
 
 const CallbackConfig = Type.Object({
@@ -31,17 +33,20 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       body: Type.Object({
         user_id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\s]+$' }),
         name: Type.Optional(Type.String({ maxLength: 200 })),
+        limits: Type.Optional(LimitsPatch),
       }, { additionalProperties: false }),
       response: { 201: Type.Intersect([TokenSummary, Type.Object({ token: Type.String() })]) },
     },
   }, async (request, reply) => {
-    const created = await services.tokens.create(request.body.user_id, request.body.name);
-    return reply.code(201).send(created);
+    const limits = request.body.limits ? applyPatch(undefined, request.body.limits) : undefined;
+    const created = await services.tokens.create(request.body.user_id, request.body.name, limits ? JSON.stringify(limits) : null);
+    await services.limits.tokenCreated(created.id, limits);
+    return reply.code(201).send({ ...created, limits: limits ?? {} });
   });
 
   app.get('/admin/tokens', {
     schema: { tags: ['admin'], summary: 'List API tokens (never the plain values)', security, response: { 200: Type.Object({ data: Type.Array(TokenSummary) }) } },
-  }, async () => ({ data: await services.tokens.list() }));
+  }, async () => ({ data: (await services.tokens.list()).map((t) => ({ ...t, limits: parseLimits(t.limits) ?? {} })) }));
 
   app.delete('/admin/tokens/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },

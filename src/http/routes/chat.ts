@@ -144,7 +144,11 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     });
     const body = { ...request.body, stream: request.body.stream ?? route.streamByDefault };
     const outcome = await services.chat.start(body, request.principal.userId, abort.signal);
-    if (outcome.kind === 'completion') return outcome.completion;
+    if (outcome.kind === 'completion') {
+      const usage = outcome.completion.usage;
+      if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+      return outcome.completion;
+    }
 
     // Until the first chunk the answer can still be an error status (e.g. 504 when the upstream
     // accepted the call but sent nothing in time); from then on failures are events.
@@ -153,7 +157,11 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
     try {
-      for (; !next.done; next = await chunks.next()) await sse.send(JSON.stringify(next.value));
+      for (; !next.done; next = await chunks.next()) {
+        const usage = next.value.usage;
+        if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+        await sse.send(JSON.stringify(next.value));
+      }
       sse.end('[DONE]');
     } catch (err) {
       if (abort.signal.aborted) return;

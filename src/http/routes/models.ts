@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { CAPABILITY_NAMES } from '../../catalog/catalog.ts';
 import { toCompatItem, toPlatformItem } from '../../catalog/listing.ts';
+import { billingModeOf } from '../../limits/pricing.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -20,7 +21,10 @@ export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   const listBody = (type: string): string => {
     let body = listBodies.get(type);
     if (body === undefined) {
-      const modelList = catalog.list(type).map(toPlatformItem);
+      const modelList = catalog.list(type).map((model) => {
+        const pricing = services.settings.config.models?.[model.alias]?.pricing;
+        return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
+      });
       body = JSON.stringify({ modelList, count: modelList.length });
       listBodies.set(type, body);
     }

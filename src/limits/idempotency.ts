@@ -1,0 +1,90 @@
+import { createHash } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ApiError } from '../core/errors.ts';
+import type { IdempotencyRepo, IdempotencyScope } from '../storage/repos/idempotency-repo.ts';
+
+/** How long a key and its answer are kept. */
+const KEEP_MS = 24 * 60 * 60 * 1000;
+const KEY = /^[\x20-\x7e]{1,255}$/;
+/** Answers made before anything was created; the key may be used again. */
+const NOT_KEPT = new Set([400, 401, 403, 404, 429]);
+/** A retry looks for the first call's answer this often while that call runs. */
+const POLL_MS = 100;
+
+export type IdempotentStart =
+  /** This call is the first under the key: it runs, and its answer is kept. */
+  | { kind: 'first'; at: IdempotencyScope; createdAt: number }
+  /** The first call's answer, to replay. */
+  | { kind: 'replay'; status: number; contentType: string | null; body: string };
+
+/** The key of a POST, or undefined without one; 400 invalid_idempotency_key when malformed. */
+export function idempotencyKeyOf(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  const key = Array.isArray(header) ? header[0] : header;
+  if (key === undefined || !KEY.test(key)) throw new ApiError('invalid_idempotency_key', 'Idempotency-Key must be 1 to 255 printable ASCII characters', 'Idempotency-Key');
+  return key;
+}
+
+/** The hash a retry's body is compared with. */
+export function bodyHashOf(body: unknown): string {
+  return createHash('sha256').update(body === undefined ? '' : JSON.stringify(body)).digest('hex');
+}
+
+/**
+ * Idempotency keys: the first call under a key runs and its answer is kept 24 hours; a retry
+ * with the same body replays it (waiting while the first still runs, so a sync retry answers as
+ * the first will), a retry with another body is 422. Kept in the database, so every instance sees them.
+ */
+export class IdempotencyService {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly repo: IdempotencyRepo,
+    private readonly opts: {
+      /** How long a first call may run before a retry takes its key over (its instance died). */
+      abandonAfterMs: number;
+      now?: () => number;
+    },
+  ) {}
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  async start(userId: string, scope: string, key: string, bodyHash: string): Promise<IdempotentStart> {
+    const at = { user_id: userId, scope, key };
+    for (;;) {
+      const now = this.now();
+      if (await this.repo.claim({ ...at, body_hash: bodyHash, state: 'running', status_code: null, content_type: null, response: null, created_at: now, expires_at: now + KEEP_MS })) {
+        return { kind: 'first', at, createdAt: now };
+      }
+      const row = await this.repo.find(at);
+      if (!row) continue;
+      if (row.expires_at <= now || (row.state === 'running' && row.created_at + this.opts.abandonAfterMs <= now)) {
+        await this.repo.release(at, row.created_at);
+        continue;
+      }
+      if (row.body_hash !== bodyHash) throw new ApiError('idempotency_key_reused', 'this Idempotency-Key was used with another body', 'Idempotency-Key');
+      if (row.state === 'done') return { kind: 'replay', status: row.status_code ?? 200, contentType: row.content_type, body: row.response ?? '' };
+      await delay(POLL_MS);
+    }
+  }
+
+  /** Keeps the first call's answer, or frees the key when the answer created nothing (400/401/403/404/429). */
+  async finish(at: IdempotencyScope, createdAt: number, status: number, contentType: string | null, body: string | undefined): Promise<void> {
+    if (NOT_KEPT.has(status) || body === undefined) await this.repo.release(at, createdAt);
+    else await this.repo.complete(at, { status_code: status, content_type: contentType, response: body });
+  }
+
+  /** Drops keys past their 24 hours, now and every hour. */
+  startSweep(onError: (err: unknown) => void): void {
+    const sweep = () => void this.repo.deleteExpired(this.now()).catch(onError);
+    this.timer = setInterval(sweep, 60 * 60 * 1000);
+    this.timer.unref();
+    sweep();
+  }
+
+  stopSweep(): void {
+    clearInterval(this.timer);
+  }
+}

@@ -1,0 +1,410 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../core/errors.ts';
+import type { Principal } from '../auth/tokens.ts';
+import type { LimitsRepo } from '../storage/repos/limits-repo.ts';
+import type { UsageRepo } from '../storage/repos/usage-repo.ts';
+import type { UsageLedgerRow } from '../storage/schema.ts';
+import type { EventBus } from '../tasks/event-bus.ts';
+import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
+import type { TaskAdmission } from '../tasks/generation-service.ts';
+import type { LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
+import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
+import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption, type ModelPricing } from './pricing.ts';
+
+/** What limits and the ledger need of a model: its provider and prices. */
+export interface ModelInfo {
+  provider: string | undefined;
+  pricing: ModelPricing | undefined;
+}
+
+export interface LimitsServiceOptions {
+  counters: LimitCounters;
+  /** True when the counters are shared (Redis): settlements are then marked once they are applied. */
+  shared: boolean;
+  modelInfo(alias: string): ModelInfo;
+  /** How long a task slot or a credit hold lasts when nobody settles it (its holder died). */
+  holdMs: number;
+  logger: Logger;
+  now?: () => number;
+}
+
+/** A call being admitted: its route, the model it names and its body. */
+export interface CallInfo {
+  /** `POST /v1/chat/completions` (method and route pattern). */
+  endpoint: string;
+  body: Record<string, unknown> | undefined;
+  /** Chat and agent calls count tokens. */
+  countsTokens: boolean;
+}
+
+/** How long limits read from the store are trusted; bounds how late another instance sees a change. */
+const LIMITS_TTL_MS = 5_000;
+/** Settlements the shared counters missed (an instance died in between) are applied after this long. */
+const RECONCILE_AFTER_MS = 10_000;
+const RECONCILE_BATCH = 200;
+
+interface CachedLimits {
+  token: Limits | undefined;
+  user: Limits | undefined;
+  expiresAt: number;
+}
+
+function subjectLimits(subject: string, limits: Limits, at: number): SubjectLimits {
+  return {
+    subject,
+    rpm: limits.requests_per_minute ?? 0,
+    tpm: limits.tokens_per_minute ?? 0,
+    concurrent: limits.concurrent_tasks ?? 0,
+    credits: limits.credits === undefined ? -1 : Math.round(limits.credits * 1_000_000),
+    period: periodOf((limits.credits_period ?? 'day') as CreditPeriod, at).key,
+  };
+}
+
+/** A subject's limits need the end of a call (to release a slot, a hold, correct tokens or count spending). */
+function settles(s: SubjectLimits): boolean {
+  return s.tpm > 0 || s.concurrent > 0 || s.credits >= 0;
+}
+
+/** The ledger's status of a call that made no task. */
+function callStatus(httpStatus: number): string {
+  return httpStatus < 400 ? 'success' : 'error';
+}
+
+/**
+ * One call's passage through limits: what it holds from admission on, what the route reports it
+ * used, and its settlement at the end (once), unless a task took it over.
+ */
+export class Admission implements TaskAdmission {
+  inputTokens = 0;
+  outputTokens = 0;
+  private usageReported = false;
+  private taskSlot = false;
+  /** Set once the call's task exists: the task settles at its own end. */
+  private handedTo: string | undefined;
+  private settled = false;
+
+  constructor(
+    private readonly service: LimitsService,
+    readonly id: string,
+    readonly principal: Principal,
+    readonly endpoint: string,
+    readonly model: string | undefined,
+    readonly startedAt: number,
+    readonly subjects: SubjectLimits[],
+    readonly reserved: number,
+    readonly tokensEstimated: number,
+    readonly rate: RateState | undefined,
+  ) {}
+
+  get tokenId(): string | null {
+    return this.principal.isAdmin ? null : this.principal.tokenId;
+  }
+
+  /** The usage a chat or agent call reports (the model's, or the gateway's estimate). */
+  recordUsage(inputTokens: number, outputTokens: number): void {
+    this.inputTokens = inputTokens;
+    this.outputTokens = outputTokens;
+    this.usageReported = true;
+  }
+
+  /** Takes a task slot (429 too_many_tasks when the caller's are all taken) and hands the credits held to the task. */
+  async beginTask(): Promise<{ tokenId: string | null; reservedCredits: number }> {
+    if (this.handedTo !== undefined || this.taskSlot) return { tokenId: this.tokenId, reservedCredits: 0 };
+    if (this.subjects.some((s) => s.concurrent > 0)) {
+      if (!(await this.service.counters.beginTask(this.id, this.subjects, this.service.holdMs))) {
+        throw new ApiError('too_many_tasks', 'too many tasks running: wait for one to end', null);
+      }
+    }
+    this.taskSlot = true;
+    return { tokenId: this.tokenId, reservedCredits: this.reserved };
+  }
+
+  taskSubmitted(taskId: string): void {
+    this.handedTo = taskId;
+  }
+
+  /** The call ended (answered, failed or cut off): settles it unless its task will. */
+  async end(httpStatus: number, provider: string | undefined, channel: string | undefined): Promise<void> {
+    if (this.settled || this.handedTo !== undefined) return;
+    this.settled = true;
+    const tokensDelta = this.usageReported ? this.inputTokens + this.outputTokens - this.tokensEstimated : 0;
+    await this.service.settleCall(this, httpStatus, provider, channel, tokensDelta, this.taskSlot);
+  }
+}
+
+/**
+ * Limits, prices and the usage ledger: admission of every /v1 call against its token's and
+ * user's limits, settlement of calls and tasks (exactly once: a task's ledger row is written in
+ * the transaction that ends it), and the administration of limits.
+ */
+export class LimitsService {
+  private readonly cache = new Map<string, CachedLimits>();
+  /** Ended tasks whose counters wait for the end to be committed (the task.status event). */
+  private readonly pending = new Map<string, Settlement>();
+  private readonly unsubscribe: () => void;
+  private reconcileTimer: NodeJS.Timeout | undefined;
+  readonly counters: LimitCounters;
+  readonly holdMs: number;
+
+  constructor(
+    private readonly repo: LimitsRepo,
+    private readonly usage: UsageRepo,
+    bus: EventBus,
+    private readonly opts: LimitsServiceOptions,
+  ) {
+    this.counters = opts.counters;
+    this.holdMs = opts.holdMs;
+    this.unsubscribe = bus.subscribe('task.status', (event) => {
+      const settlement = this.pending.get(event.taskId);
+      if (!settlement || !['success', 'failed', 'rejected', 'cancelled'].includes(event.status)) return;
+      this.pending.delete(event.taskId);
+      void this.applyCounters(settlement);
+    });
+  }
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  /**
+   * Embedded counters start from the store: what every limited subject spent this period and the
+   * tasks it has running. Shared counters keep their state in Redis and reconcile missed settlements.
+   */
+  async start(): Promise<void> {
+    if (this.opts.shared) {
+      this.reconcileTimer = setInterval(() => void this.reconcile(), RECONCILE_AFTER_MS / 2);
+      this.reconcileTimer.unref();
+      return;
+    }
+    const { tokens, users } = await this.repo.limitedSubjects();
+    for (const t of tokens) await this.seed('token', t.id, parseLimits(t.limits));
+    for (const u of users) await this.seed('user', u.user_id, parseLimits(u.limits));
+  }
+
+  async close(): Promise<void> {
+    this.unsubscribe();
+    clearInterval(this.reconcileTimer);
+    await this.counters.close();
+  }
+
+  private async limitsOf(principal: Principal): Promise<CachedLimits> {
+    const key = `${principal.tokenId}:${principal.userId}`;
+    const cached = this.cache.get(key);
+    const now = this.now();
+    if (cached && cached.expiresAt > now) return cached;
+    const [token, user] = await Promise.all([principal.isAdmin ? undefined : this.repo.tokenLimits(principal.tokenId), this.repo.userLimits(principal.userId)]);
+    const entry = { token: parseLimits(token?.limits), user: parseLimits(user), expiresAt: now + LIMITS_TTL_MS };
+    this.cache.set(key, entry);
+    return entry;
+  }
+
+  private subjectsOf(limits: { token: Limits | undefined; user: Limits | undefined }, tokenId: string | null, userId: string, at: number): SubjectLimits[] {
+    const subjects: SubjectLimits[] = [];
+    if (limits.token && tokenId) subjects.push(subjectLimits(`tok:${tokenId}`, limits.token, at));
+    if (limits.user) subjects.push(subjectLimits(`usr:${userId}`, limits.user, at));
+    return subjects;
+  }
+
+  /** Admits a call or throws the contract's 429; nothing is held when the caller has no limits. */
+  async admit(principal: Principal, requestId: string, call: CallInfo): Promise<Admission> {
+    const now = this.now();
+    const model = typeof call.body?.model === 'string' ? call.body.model : undefined;
+    const subjects = this.subjectsOf(await this.limitsOf(principal), principal.isAdmin ? null : principal.tokenId, principal.userId, now);
+    if (subjects.length === 0) return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, 0, 0, undefined);
+    const pricing = model === undefined ? undefined : this.opts.modelInfo(model).pricing;
+    const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
+    const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
+    const outcome = await this.counters.admit({ id: requestId, subjects, tokens, credits, holdMs: this.holdMs });
+    if (!outcome.ok) {
+      const headers: Record<string, string> = outcome.rate ? rateHeaders(outcome.rate) : {};
+      if (outcome.code === 'quota_exceeded') throw new ApiError('quota_exceeded', 'credit limit reached for this period', null, {}, headers);
+      throw new ApiError('rate_limited', `rate limit reached: retry in ${outcome.retryAfterS} s`, null, {}, { ...headers, 'retry-after': String(outcome.retryAfterS) });
+    }
+    return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, credits, tokens, outcome.rate);
+  }
+
+  /** Settles a call that made no task: counters first, then its ledger row. */
+  async settleCall(admission: Admission, httpStatus: number, provider: string | undefined, channel: string | undefined, tokensDelta: number, taskSlot: boolean): Promise<void> {
+    const info = admission.model === undefined ? undefined : this.opts.modelInfo(admission.model);
+    const status = callStatus(httpStatus);
+    const used: Consumption = { inputTokens: admission.inputTokens, outputTokens: admission.outputTokens, images: 0, seconds: 0, characters: 0 };
+    const cost = status === 'success' ? costOf(info?.pricing, used) : 0;
+    let applied = 1;
+    if (admission.subjects.some(settles)) {
+      try {
+        await this.counters.settle({ ledgerId: admission.id, reservationId: admission.id, subjects: admission.subjects, cost, tokensDelta, task: taskSlot });
+      } catch (err) {
+        applied = 0;
+        this.opts.logger.warn({ err, requestId: admission.id }, 'settling a call in the limit counters failed; retried later');
+      }
+    }
+    // Only POST calls are billable work; reads are counted by the request rate alone.
+    if (!admission.endpoint.startsWith('POST ')) return;
+    const finished = this.now();
+    await this.usage.recordCall({
+      id: admission.id,
+      kind: 'request',
+      created_at: admission.startedAt,
+      finished_at: finished,
+      user_id: admission.principal.userId,
+      token_id: admission.tokenId,
+      endpoint: admission.endpoint.slice('POST '.length),
+      model: admission.model ?? null,
+      provider: provider ?? info?.provider ?? null,
+      channel: channel ?? null,
+      status,
+      http_status: httpStatus,
+      input_tokens: admission.inputTokens,
+      output_tokens: admission.outputTokens,
+      outputs: 0,
+      cost,
+      reserved: admission.reserved,
+      latency_ms: finished - admission.startedAt,
+      request_id: admission.id,
+      task_id: null,
+      counters_applied: applied,
+    }).catch((err: unknown) => this.opts.logger.error({ err, requestId: admission.id }, 'writing a ledger row failed'));
+  }
+
+  /**
+   * The end handler of every task: computes its cost (nothing unless it succeeded), writes it in
+   * the billing entry and the ledger row, in the transaction that ends the task. The counters
+   * follow once that end is committed.
+   */
+  readonly onTaskEnd = async (ending: TaskEnding): Promise<EndWork | undefined> => {
+    const task = ending.task;
+    const info = this.opts.modelInfo(task.model);
+    const result = ending.result;
+    const input = JSON.parse(task.input) as Record<string, unknown>;
+    const outputs = result.output_content ?? [];
+    const media = task.output_type === 'video' || task.output_type === 'audio';
+    const used: Consumption = {
+      inputTokens: result.usage?.input_tokens ?? 0,
+      outputTokens: result.usage?.output_tokens ?? 0,
+      images: outputs.filter((o) => o.type === 'image').length,
+      seconds: media ? secondsOf(input) ?? 0 : 0,
+      characters: task.endpoint.includes('speech') ? charactersOf(input) : 0,
+    };
+    const success = ending.status === 'success';
+    const cost = success ? costOf(info.pricing, used) : 0;
+    if (success && info.pricing && result.billings?.length) {
+      result.billings = result.billings.map((b, i) => ({ ...b, billing_params: { ...b.billing_params, cost: i === 0 ? cost / 1_000_000 : 0 } }));
+    }
+    const routing = (result as { routing?: { provider?: string; channel?: string } }).routing;
+    const limits = await this.limitsFor(task.owner_id, task.token_id);
+    const subjects = this.subjectsOf(limits, task.token_id, task.owner_id, task.created_at);
+    const needsCounters = subjects.some(settles);
+    const finished = this.now();
+    const row: UsageLedgerRow = {
+      id: task.id,
+      kind: 'task',
+      created_at: task.created_at,
+      finished_at: finished,
+      user_id: task.owner_id,
+      token_id: task.token_id,
+      endpoint: task.endpoint,
+      model: task.model,
+      provider: routing?.provider ?? task.provider,
+      channel: routing?.channel ?? null,
+      status: ending.status,
+      http_status: null,
+      input_tokens: used.inputTokens,
+      output_tokens: used.outputTokens,
+      outputs: outputs.length,
+      cost,
+      reserved: task.reserved_credits,
+      latency_ms: finished - task.created_at,
+      request_id: task.request_id,
+      task_id: task.id,
+      counters_applied: needsCounters && this.opts.shared ? 0 : 1,
+    };
+    if (needsCounters) this.pending.set(task.id, { ledgerId: task.id, reservationId: task.request_id, subjects, cost, tokensDelta: 0, task: true });
+    return {
+      write: (db) => this.usage.record(db, row),
+      abandon: async () => {
+        this.pending.delete(task.id);
+      },
+    };
+  };
+
+  private async limitsFor(userId: string, tokenId: string | null): Promise<{ token: Limits | undefined; user: Limits | undefined }> {
+    return this.limitsOf({ userId, tokenId: tokenId ?? 'admin', isAdmin: tokenId === null });
+  }
+
+  private async applyCounters(settlement: Settlement): Promise<void> {
+    try {
+      await this.counters.settle(settlement);
+      if (this.opts.shared) await this.usage.markApplied([settlement.ledgerId]);
+    } catch (err) {
+      this.opts.logger.warn({ err, ledgerId: settlement.ledgerId }, 'settling a task in the limit counters failed; retried later');
+    }
+  }
+
+  /** Applies settlements the shared counters missed: their instance died between the end and the counters. */
+  async reconcile(): Promise<void> {
+    try {
+      const rows = await this.usage.unapplied(this.now() - RECONCILE_AFTER_MS, RECONCILE_BATCH);
+      for (const row of rows) {
+        const limits = await this.limitsFor(row.user_id, row.token_id);
+        const subjects = this.subjectsOf(limits, row.token_id, row.user_id, row.created_at);
+        // The settle script refuses a ledger id it has seen: a settlement applied before the mark is not applied twice.
+        await this.counters.settle({ ledgerId: row.id, reservationId: row.request_id, subjects, cost: row.cost, tokensDelta: 0, task: row.kind === 'task' });
+      }
+      await this.usage.markApplied(rows.map((r) => r.id));
+    } catch (err) {
+      this.opts.logger.warn({ err }, 'reconciling the limit counters failed');
+    }
+  }
+
+  // Administration.
+
+  async tokenLimits(tokenId: string): Promise<Limits | undefined> {
+    const row = await this.repo.tokenLimits(tokenId);
+    if (!row) throw new ApiError('token_not_found', `no token ${tokenId}`, 'id');
+    return parseLimits(row.limits);
+  }
+
+  /** Changes a token's name and limits; answers the limits now. */
+  async updateToken(tokenId: string, change: { name?: string | null; limits?: LimitsPatch | null }): Promise<Limits | undefined> {
+    const current = await this.tokenLimits(tokenId);
+    const limits = change.limits === undefined ? current : change.limits === null ? undefined : applyPatch(current, change.limits);
+    await this.repo.setToken(tokenId, { ...(change.name !== undefined ? { name: change.name } : {}), limits: limits ? JSON.stringify(limits) : null });
+    this.cache.clear();
+    if (limits) await this.seed('token', tokenId, limits);
+    return limits;
+  }
+
+  /** Seeds a new token's counters (it has spent nothing yet). */
+  async tokenCreated(tokenId: string, limits: Limits | undefined): Promise<void> {
+    if (limits) await this.seed('token', tokenId, limits);
+  }
+
+  async userLimits(userId: string): Promise<Limits | undefined> {
+    return parseLimits(await this.repo.userLimits(userId));
+  }
+
+  async updateUser(userId: string, patch: LimitsPatch | null): Promise<Limits | undefined> {
+    const limits = patch === null ? undefined : applyPatch(await this.userLimits(userId), patch);
+    await this.repo.setUser(userId, limits ? JSON.stringify(limits) : null, this.now());
+    this.cache.clear();
+    if (limits) await this.seed('user', userId, limits);
+    return limits;
+  }
+
+  /** Sets a subject's counters from the store: this period's spending and its running tasks. */
+  private async seed(by: 'token' | 'user', id: string, limits: Limits | undefined): Promise<void> {
+    if (!limits) return;
+    const period = periodOf((limits.credits_period ?? 'day') as CreditPeriod, this.now());
+    const [spent, live] = await Promise.all([this.repo.spentSince(by, id, period.startDay), this.repo.liveTasks(by, id)]);
+    await this.counters.seed({ subject: `${by === 'token' ? 'tok' : 'usr'}:${id}`, period: period.key, spent, live }, this.holdMs);
+  }
+}
+
+/** OpenAI's request-rate headers. */
+export function rateHeaders(rate: RateState): Record<string, string> {
+  return {
+    'x-ratelimit-limit-requests': String(rate.limit),
+    'x-ratelimit-remaining-requests': String(rate.remaining),
+    'x-ratelimit-reset-requests': `${Math.ceil(rate.resetMs / 1000)}s`,
+  };
+}

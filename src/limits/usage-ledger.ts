@@ -1,0 +1,163 @@
+import type { Logger } from 'pino';
+import { ApiError } from '../core/errors.ts';
+import type { Cursor, LedgerFilter, TaskFilter, UsageGroup, UsageRepo } from '../storage/repos/usage-repo.ts';
+import type { UsageLedgerRow } from '../storage/schema.ts';
+import { statusRecordOf, type TaskStatusRecord } from '../tasks/task-record.ts';
+import { fromMicro } from './limits.ts';
+
+/** One group of the usage answer (credits as shown). */
+export interface UsageRow {
+  key: string;
+  requests: number;
+  tasks: number;
+  input_tokens: number;
+  output_tokens: number;
+  cost: number;
+  errors: number;
+}
+
+/** A ledger row as GET /admin/requests shows it. */
+export interface LedgerEntry {
+  id: string;
+  kind: string;
+  created_at: string;
+  finished_at: string;
+  user_id: string;
+  token_id: string | null;
+  endpoint: string;
+  model: string | null;
+  provider: string | null;
+  channel: string | null;
+  status: string;
+  http_status: number | null;
+  input_tokens: number;
+  output_tokens: number;
+  outputs: number;
+  cost: number;
+  latency_ms: number;
+  request_id: string;
+  task_id: string | null;
+}
+
+const DAY_MS = 86_400_000;
+const RETENTION_EVERY_MS = 60 * 60 * 1000;
+/** A usage query without `from` covers the last 30 days. */
+const DEFAULT_RANGE_MS = 30 * DAY_MS;
+
+/** An ISO-8601 time parameter in milliseconds, or 400 naming it. */
+export function timeParam(value: string | undefined, param: string): number | undefined {
+  if (value === undefined) return undefined;
+  const at = Date.parse(value);
+  if (Number.isNaN(at)) throw new ApiError('invalid_parameter', `${param} must be an ISO-8601 time`, param);
+  return at;
+}
+
+function encodeCursor(at: number, id: string): string {
+  return Buffer.from(`${at}:${id}`).toString('base64url');
+}
+
+function decodeCursor(cursor: string | undefined): Cursor | undefined {
+  if (cursor === undefined) return undefined;
+  const text = Buffer.from(cursor, 'base64url').toString('utf8');
+  const colon = text.indexOf(':');
+  const at = Number(text.slice(0, colon));
+  if (colon < 1 || !Number.isFinite(at)) throw new ApiError('invalid_parameter', 'cursor is not one this listing gave', 'cursor');
+  return { at, id: text.slice(colon + 1) };
+}
+
+function entryOf(row: UsageLedgerRow): LedgerEntry {
+  return {
+    id: row.id,
+    kind: row.kind,
+    created_at: new Date(row.created_at).toISOString(),
+    finished_at: new Date(row.finished_at).toISOString(),
+    user_id: row.user_id,
+    token_id: row.token_id,
+    endpoint: row.endpoint,
+    model: row.model,
+    provider: row.provider,
+    channel: row.channel,
+    status: row.status,
+    http_status: row.http_status,
+    input_tokens: Number(row.input_tokens),
+    output_tokens: Number(row.output_tokens),
+    outputs: row.outputs,
+    cost: fromMicro(Number(row.cost)),
+    latency_ms: Number(row.latency_ms),
+    request_id: row.request_id,
+    task_id: row.task_id,
+  };
+}
+
+/** Reading the ledger (usage sums, the requests log, task lists) and its retention. */
+export class UsageLedger {
+  private timer: NodeJS.Timeout | undefined;
+
+  constructor(
+    private readonly repo: UsageRepo,
+    private readonly opts: { retentionDays: number; logger: Logger; now?: () => number },
+  ) {}
+
+  private now(): number {
+    return (this.opts.now ?? Date.now)();
+  }
+
+  async usage(query: { from?: string; to?: string; group_by?: UsageGroup }, userId?: string): Promise<{ rows: UsageRow[] }> {
+    const to = timeParam(query.to, 'to') ?? this.now() + 1;
+    const from = timeParam(query.from, 'from') ?? to - DEFAULT_RANGE_MS;
+    const sums = await this.repo.sums({ from, to, groupBy: query.group_by ?? 'day', ...(userId !== undefined ? { userId } : {}) });
+    return { rows: sums.map((s) => ({ ...s, cost: fromMicro(s.cost) })) };
+  }
+
+  async requests(filter: { user_id?: string; token_id?: string; model?: string; status?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: LedgerEntry[]; next_cursor: string | null }> {
+    const limit = filter.limit ?? 50;
+    const where: LedgerFilter = {
+      ...(filter.user_id !== undefined ? { userId: filter.user_id } : {}),
+      ...(filter.token_id !== undefined ? { tokenId: filter.token_id } : {}),
+      ...(filter.model !== undefined ? { model: filter.model } : {}),
+      ...(filter.status !== undefined ? { status: filter.status } : {}),
+      ...timeRange(filter),
+    };
+    const rows = await this.repo.list(where, limit + 1, decodeCursor(filter.cursor));
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { data: page.map(entryOf), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+  }
+
+  async tasks(filter: { owner_id?: string; status?: string; model?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: TaskStatusRecord[]; next_cursor: string | null }> {
+    const limit = filter.limit ?? 50;
+    const where: TaskFilter = {
+      ...(filter.owner_id !== undefined ? { ownerId: filter.owner_id } : {}),
+      ...(filter.status !== undefined ? { status: filter.status } : {}),
+      ...(filter.model !== undefined ? { model: filter.model } : {}),
+      ...timeRange(filter),
+    };
+    const rows = await this.repo.tasks(where, limit + 1, decodeCursor(filter.cursor));
+    const page = rows.slice(0, limit);
+    const last = page.at(-1);
+    return { data: page.map((row) => statusRecordOf(row)), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
+  }
+
+  /** Deletes ledger rows past USAGE_RETENTION_DAYS now and every hour (the daily sums stay). */
+  startRetention(): void {
+    if (this.opts.retentionDays <= 0) return;
+    const sweep = () =>
+      this.repo
+        .deleteBefore(this.now() - this.opts.retentionDays * DAY_MS)
+        .then((n) => n > 0 && this.opts.logger.info({ deleted: n }, 'usage ledger rows past retention deleted'))
+        .catch((err: unknown) => this.opts.logger.error({ err }, 'usage retention failed'));
+    this.timer = setInterval(sweep, RETENTION_EVERY_MS);
+    this.timer.unref();
+    void sweep();
+  }
+
+  stop(): void {
+    clearInterval(this.timer);
+  }
+}
+
+function timeRange(filter: { from?: string; to?: string }): { from?: number; to?: number } {
+  const from = timeParam(filter.from, 'from');
+  const to = timeParam(filter.to, 'to');
+  return { ...(from !== undefined ? { from } : {}), ...(to !== undefined ? { to } : {}) };
+}
