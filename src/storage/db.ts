@@ -1,9 +1,10 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
+import type BetterSqlite3 from 'better-sqlite3';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { migrations } from './migrations/index.ts';
+import { SQLite } from './sqlite-driver.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
@@ -63,7 +64,7 @@ function openSqlite(dataDir: string, exclusive: boolean): Db {
  * mode: the operating system drops it when the process ends, even killed, so it never outlives
  * its holder. The data file itself stays open to short-lived commands (`token create`).
  */
-function lockDataDir(dataDir: string): SQLite.Database {
+function lockDataDir(dataDir: string): BetterSqlite3.Database {
   const lock = new SQLite(path.join(dataDir, 'gengate.lock'), { timeout: 0 });
   lock.pragma('locking_mode = EXCLUSIVE');
   try {
@@ -83,8 +84,8 @@ const STATEMENT_CACHE_SIZE = 500;
  * so prepared statements are kept per SQL text (the queries are parameterised, so the set of
  * texts is small) and evicted oldest-first beyond the cache size.
  */
-function withStatementCache(database: SQLite.Database): SqliteDatabase {
-  const cache = new Map<string, SQLite.Statement>();
+function withStatementCache(database: BetterSqlite3.Database): SqliteDatabase {
+  const cache = new Map<string, BetterSqlite3.Statement>();
   return {
     close: () => database.close(),
     prepare: (sql: string) => {
