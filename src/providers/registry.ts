@@ -13,6 +13,7 @@ import { tripoAdapter } from './tripo/adapter.ts';
 import { rodinAdapter } from './rodin/adapter.ts';
 import { hunyuanAdapter } from './hunyuan/adapter.ts';
 import { falAdapter } from './fal/adapter.ts';
+import { klingAdapter } from './kling/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { createOpenAiEmbeddingModel } from './openai/embedding-model.ts';
@@ -46,6 +47,7 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   rodin: rodinAdapter,
   hunyuan: hunyuanAdapter,
   fal: falAdapter,
+  kling: klingAdapter,
 };
 
 /** Adapters that serve models of their own (workflows), so their provider needs no catalog entry. */
