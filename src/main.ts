@@ -46,6 +46,11 @@ import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
+import { channelSpecs, checkRoutingConfig, routingPolicy } from './routing/channel-config.ts';
+import { ChannelRouter } from './routing/router.ts';
+import { TaskRouting } from './routing/task-routing.ts';
+import { RoutedChatModels } from './routing/routed-chat.ts';
+import { ChannelsRepo } from './storage/repos/channels-repo.ts';
 import { LimitsRepo } from './storage/repos/limits-repo.ts';
 import { UsageRepo } from './storage/repos/usage-repo.ts';
 import { IdempotencyRepo } from './storage/repos/idempotency-repo.ts';
@@ -83,6 +88,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // The catalog is checked first so a bad file stops the start before anything is touched.
   const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
   checkProviderCodes(settings.config, [...catalog.providers.map((p) => p.code), ...catalog.models.map((m) => m.providerCode)], SELF_SERVING_ADAPTERS);
+  checkRoutingConfig(settings.config, (alias) => catalog.find(alias)?.providerCode);
   const blobs = await openBlobStore(settings.blobStore, settings.dataDir);
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true });
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
@@ -137,6 +143,19 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   tasks.onEnd(DIGITAL_HUMAN_CREATE, recordCreatedResource(digitalHumans));
   const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
   const generations = new GenerationService({ catalog, engines, tasks, urls, syncTimeoutMs: settings.syncTimeoutMs });
+  const routing = new ChannelRouter({
+    specs: channelSpecs(settings.config),
+    policy: routingPolicy(settings.config.routing),
+    findModel: (alias) => catalog.find(alias) ?? engines.findModel?.(alias),
+    fallbacks: (alias) => settings.config.models?.[alias]?.fallbacks ?? [],
+    modelsOf: (provider) => catalog.models.filter((m) => m.providerCode === provider).map((m) => m.alias),
+    bus,
+    repo: new ChannelsRepo(db),
+    metrics,
+    instanceId: settings.instanceId,
+    logger: logger.child({ component: 'routing' }),
+  });
+  await routing.start();
   const images = new ImageService(generations);
   const video = new VideoService(generations);
   const audio = new AudioService(generations);
@@ -145,7 +164,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const chatModels = createChatModelRegistry(settings, logger.child({ component: 'providers' }));
   const conversations = new ConversationsRepo(db);
   const chat = new ChatService({
-    models: chatModels,
+    models: new RoutedChatModels(routing, chatModels),
     resolveModel: (alias, capabilities) => generations.resolveModel(alias, capabilities),
     files,
     conversations,
@@ -154,7 +173,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   });
   const fetcher = new OutboundFetcher({ policy: urls, maxBytes: settings.maxFileBytes, timeoutMs: settings.fetchTimeoutMs, resolve: parts.resolveHost });
   const inputs = new InputReader({ files, assets, blobs, maxBytes: settings.maxFileBytes, fetcher });
-  const runner = new TaskRunner({ tasks, catalog, engines, files, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
+  const runner = new TaskRunner({ tasks, catalog, engines, routing: new TaskRouting(routing, engines), files, bus, inputs, instanceId: settings.instanceId, logger: logger.child({ component: 'worker' }) });
   const realtimeLogger = logger.child({ component: 'realtime' });
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
@@ -170,6 +189,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const services: AppServices = { limits, idempotency, usage,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
+    routing,
   };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
@@ -212,6 +232,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await app.close();
       await queue.stop();
       runner.close();
+      routing.close();
       await fetcher.close();
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();

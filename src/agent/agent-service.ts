@@ -4,7 +4,7 @@ import type { ChatService } from '../chat/chat-service.ts';
 import { StreamedReply } from '../chat/streamed-reply.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import type { ChatChunk, ChatMessage, ChatModel, ChatTool } from '../providers/spec.ts';
+import type { ChatChunk, ChatMessage, ChatModel, ChatTool, ServedRoute } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { AgentRow } from '../storage/schema.ts';
 import {
@@ -151,6 +151,7 @@ export class AgentRun {
   private readonly log: Logger;
   private answer = '';
   private finalItems: unknown[] = [];
+  private served: ServedRoute | undefined;
 
   constructor(private readonly plan: RunPlan, private readonly handle: RunHandle, private readonly deps: AgentServiceDeps) {
     this.mode = plan.passages.length > 0 ? 'knowledge' : 'agent';
@@ -159,6 +160,11 @@ export class AgentRun {
 
   get requestId(): string {
     return this.plan.requestId;
+  }
+
+  /** The model, provider and channel of the run's first model call, once it answered. */
+  get route(): ServedRoute | undefined {
+    return this.served;
   }
 
   /** Stops the run (the client went away): the model call and any running tool are aborted. */
@@ -218,7 +224,7 @@ export class AgentRun {
     const { chatModel, model } = this.plan;
     const reply = new StreamedReply();
     const params = tools.length > 0 ? { tools, tool_choice: 'auto' as const } : {};
-    const chunks = await chatModel.stream({ model, messages, params }, { signal: this.handle.signal });
+    const chunks = await chatModel.stream({ model, messages, params }, { signal: this.handle.signal, served: (route) => void (this.served ??= route) });
     for await (const chunk of chunks) {
       reply.add(chunk);
       this.total.add(chunk);

@@ -3,7 +3,7 @@ import type { CapabilityName } from '../catalog/schema.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
-import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage } from '../providers/spec.ts';
+import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage, ServedRoute } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from './chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
@@ -27,10 +27,14 @@ export interface ChatServiceDeps {
   maxFileBytes: number;
 }
 
-export type ChatOutcome =
+export type ChatOutcome = (
   | { kind: 'completion'; completion: ChatCompletion }
   /** Chunks for the client, the last one a usage chunk; the iteration throws when the model fails midway. */
-  | { kind: 'stream'; chunks: AsyncIterable<ChatChunk> };
+  | { kind: 'stream'; chunks: AsyncIterable<ChatChunk> }
+) & {
+  /** The model, provider and channel that took the call (the x-gengate-* headers). */
+  route?: ServedRoute;
+};
 
 /** A call's model and messages, settled before the model is called. */
 export interface PreparedChat {
@@ -87,15 +91,17 @@ export class ChatService {
     const { model, chatModel, added, messages } = await this.prepare(alias, sent, ownerId, conversation);
     const request: ChatRequest = { model, messages, params };
     const turn = conversation === undefined ? undefined : { ownerId, id: conversation, added };
+    let route: ServedRoute | undefined;
+    const options = { signal, served: (served: ServedRoute) => void (route = served) };
 
     if (!stream) {
-      const completion = await chatModel.complete(request, { signal });
+      const completion = await chatModel.complete(request, options);
       completion.model = model.alias;
       if (turn) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, replyOf(completion)]);
-      return { kind: 'completion', completion };
+      return { kind: 'completion', completion, ...(route ? { route } : {}) };
     }
-    const chunks = await chatModel.stream(request, { signal });
-    return { kind: 'stream', chunks: this.relay(chunks, request, turn) };
+    const chunks = await chatModel.stream(request, options);
+    return { kind: 'stream', chunks: this.relay(chunks, request, turn), ...(route ? { route } : {}) };
   }
 
   /**

@@ -6,6 +6,28 @@ import { Value } from 'typebox/value';
 import { AllowedHosts } from '../core/outbound-urls.ts';
 import { ModelPricing } from '../limits/pricing.ts';
 
+/**
+ * One channel of a provider: its own endpoint and key, and how calls are spread over the
+ * provider's channels. Fields left out take the provider's own settings.
+ */
+export const ChannelSettings = Type.Object({
+  /** Names the channel in /admin/channels, metrics and generate_info.routing; unique within its provider. */
+  name: Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' }),
+  base_url: Type.Optional(Type.String({ minLength: 1 })),
+  api_key_env: Type.Optional(Type.String({ minLength: 1 })),
+  /** Share of the calls within its priority tier (default 1). */
+  weight: Type.Optional(Type.Number({ exclusiveMinimum: 0 })),
+  /** Lower numbers are tried first (default 0). */
+  priority: Type.Optional(Type.Integer()),
+  /** Catalog aliases the channel serves (default: every model of the provider). */
+  models: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+  /** Concurrent upstream requests on this channel (default: the provider's). */
+  concurrency: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Adapter options merged over the provider's. */
+  options: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+}, { additionalProperties: false });
+export type ChannelSettings = Static<typeof ChannelSettings>;
+
 /** Connection and behaviour of one upstream provider, from GENGATE_CONFIG. */
 export const ProviderSettings = Type.Object({
   /** Which adapter speaks to this provider (default: the provider code), e.g. `openai` for any OpenAI-compatible server, or `local`. */
@@ -30,6 +52,8 @@ export const ProviderSettings = Type.Object({
     base_delay_ms: Type.Optional(Type.Integer({ minimum: 0 })),
     max_delay_ms: Type.Optional(Type.Integer({ minimum: 0 })),
   }, { additionalProperties: false })),
+  /** Endpoints and keys calls are spread over; without it the provider's own settings are its one channel. */
+  channels: Type.Optional(Type.Array(ChannelSettings, { minItems: 1 })),
 }, { additionalProperties: false });
 export type ProviderSettings = Static<typeof ProviderSettings>;
 
@@ -40,6 +64,8 @@ export const ModelOverride = Type.Object({
   disabled_until: Type.Optional(Type.String()),
   /** Capability values merged over the catalog's, per capability key. */
   capabilities: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()))),
+  /** Aliases a call or task moves to, in order, when every channel of this model failed. */
+  fallbacks: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   /** Prices in credits: what calls of this model cost (GET /v1/models/list shows them as billing_mode). */
   pricing: Type.Optional(ModelPricing),
 }, { additionalProperties: false });
@@ -54,6 +80,19 @@ export const CallbackSettings = Type.Object({
 }, { additionalProperties: false });
 export type CallbackSettings = Static<typeof CallbackSettings>;
 
+/** How calls move between channels and how a failing channel is rested. */
+export const RoutingSettings = Type.Object({
+  /** Channels one model's call tries before it moves to the next model (default 3). */
+  max_attempts: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** Failures in a row that cool a channel down (default 5). */
+  failure_threshold: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** The first cool-down; it doubles on each failed probe up to max_cooldown_ms (default 30000). */
+  cooldown_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+  /** The longest cool-down (default 600000). */
+  max_cooldown_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+}, { additionalProperties: false });
+export type RoutingSettings = Static<typeof RoutingSettings>;
+
 /** The JSON document in GENGATE_CONFIG. */
 export const GengateConfig = Type.Object({
   providers: Type.Optional(Type.Record(Type.String(), ProviderSettings)),
@@ -61,6 +100,7 @@ export const GengateConfig = Type.Object({
   /** The model a request naming none gets, by capability type (e.g. `image_generate`: an alias); checked against the catalog at start. */
   default_models: Type.Optional(Type.Record(Type.String(), Type.String({ minLength: 1 }))),
   callback: Type.Optional(CallbackSettings),
+  routing: Type.Optional(RoutingSettings),
   limits: Type.Optional(Type.Object({
     /** Largest accepted file, in bytes (default 20 MB). */
     max_file_bytes: Type.Optional(Type.Integer({ minimum: 1 })),

@@ -55,6 +55,7 @@ export const ERROR_CODES = {
   skill_not_found: 404,
   agent_not_found: 404,
   document_not_found: 404,
+  channel_not_found: 404,
   previous_response_not_found: 404,
   task_already_finished: 409,
   task_not_cancellable: 409,
@@ -118,5 +119,22 @@ export class ApiError extends Error {
       case 'envelope':
         return { code: this.status, message: this.message, data: { success: false } };
     }
+  }
+}
+
+/**
+ * An ApiError caused by an upstream's answer, with that answer's HTTP status (undefined: the
+ * upstream never answered). Routing reads the status: another channel, a disabled channel, or
+ * the end of the call.
+ */
+export class UpstreamApiError extends ApiError {
+  constructor(
+    code: ErrorCode,
+    message: string,
+    readonly upstreamStatus: number | undefined,
+    param: string | null = null,
+    headers: Record<string, string> = {},
+  ) {
+    super(code, message, param, {}, headers);
   }
 }

@@ -35,3 +35,24 @@ export interface NodeStatus {
   result?: Record<string, unknown>;
   nodeData?: { params: Record<string, unknown> };
 }
+
+/** One try of a call or task on a channel that did not serve it, and why. */
+export interface RoutingAttempt {
+  model: string;
+  provider: string;
+  /** null: no channel of the model was available. */
+  channel: string | null;
+  error: string;
+}
+
+/**
+ * generate_info.routing: the model, provider and channel that served the work (or tried it
+ * last), every failed try before, and what moving to a fallback model changed in the request.
+ */
+export interface RoutingRecord {
+  model: string;
+  provider: string;
+  channel: string;
+  attempts: RoutingAttempt[];
+  warnings: string[];
+}

@@ -13,6 +13,7 @@ import { registerMetrics } from './plugins/metrics.ts';
 import { registerAdmission } from './plugins/admission.ts';
 import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
+import { adminChannelRoutes } from './routes/admin-channels.ts';
 import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
 import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
@@ -138,6 +139,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(healthRoutes(services));
   await app.register(adminRoutes(services));
   await app.register(adminCallbackRoutes(services));
+  await app.register(adminChannelRoutes(services));
   await app.register(modelRoutes(services));
   await app.register(fileRoutes(services));
   await app.register(assetRoutes(services));

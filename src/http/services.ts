@@ -21,6 +21,7 @@ import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
 import type { AgentServices } from '../agent/agent-services.ts';
+import type { ChannelRouter } from '../routing/router.ts';
 import type { LimitsService } from '../limits/limits-service.ts';
 import type { IdempotencyService } from '../limits/idempotency.ts';
 import type { UsageLedger } from '../limits/usage-ledger.ts';
@@ -63,6 +64,8 @@ export interface AppServices {
   chat: ChatService;
   /** The /v1/responses agent, personal skills and knowledge-base agents. */
   agents: AgentServices;
+  /** Channels of the providers: their health, and the administrator's disable and enable. */
+  routing: ChannelRouter;
   /** Limits of tokens and users: admission of every API call, settlement, administration. */
   limits: LimitsService;
   /** Idempotency-Key on creating POSTs. */

@@ -144,6 +144,17 @@ export class TaskFailedError extends Error {
   }
 }
 
+/**
+ * The failure of work an upstream accepted (its reference was saved): the work is never sent to
+ * another channel, unless `upstreamFault` says the upstream failed for reasons of its own (an
+ * internal error, not a refusal of the content).
+ */
+export class AcceptedWorkError extends TaskFailedError {
+  constructor(message: string, originalMessage: string | undefined, readonly upstreamFault: boolean) {
+    super(message, originalMessage);
+  }
+}
+
 /** Something that runs generation tasks: the built-in `local` engine, a workflow engine, an upstream API. */
 export interface GenerationEngine {
   /** Built-in engines can stop a running task; external API providers cannot. */
@@ -263,9 +274,18 @@ export interface ChatChunk {
   [field: string]: unknown;
 }
 
+/** Which model, provider and channel served a call. */
+export interface ServedRoute {
+  model: string;
+  provider: string;
+  channel: string;
+}
+
 export interface ChatCallOptions {
   /** Aborted when the caller goes away (the client disconnected): stop and release the upstream call. */
   signal: AbortSignal;
+  /** Told, before the answer starts, which model, provider and channel took the call. */
+  served?(route: ServedRoute): void;
 }
 
 /**

@@ -1,11 +1,12 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { TaskCancelledError, TaskFailedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from './spec.ts';
+import { AcceptedWorkError, TaskCancelledError, TaskFailedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from './spec.ts';
 
 /** What an upstream says about a task it runs. */
 export type UpstreamPoll =
   | { state: 'running'; progress?: number; message?: string }
   | { state: 'succeeded'; output: GenerationOutput }
-  | { state: 'failed'; message: string; original?: string };
+  /** `fault: 'upstream'`: it failed for reasons of its own (not a refusal), so another channel may take the task. */
+  | { state: 'failed'; message: string; original?: string; fault?: 'upstream' };
 
 /**
  * An upstream that runs tasks of its own: submit answers a JSON-serializable reference (the
@@ -54,7 +55,7 @@ export function upstreamTaskEngine<Ref extends Record<string, unknown>>(api: Ups
         for (;;) {
           const state = await api.poll(ref, job, ctx);
           if (state.state === 'succeeded') return state.output;
-          if (state.state === 'failed') throw new TaskFailedError(state.message, state.original);
+          if (state.state === 'failed') throw new AcceptedWorkError(state.message, state.original, state.fault === 'upstream');
           if (state.progress !== undefined && state.progress > lastProgress) {
             lastProgress = Math.min(99, state.progress);
             await ctx.progress(lastProgress, state.message);
@@ -65,6 +66,8 @@ export function upstreamTaskEngine<Ref extends Record<string, unknown>>(api: Ups
       } catch (err) {
         // Only a cancel stops the upstream task; a worker shutting down leaves it for the resumed run.
         if (ctx.signal.reason instanceof TaskCancelledError && opts.cancellable && api.cancel) await api.cancel(ref).catch(() => undefined);
+        // The upstream holds the work now: a failure while watching it must not send it elsewhere.
+        if (err instanceof TaskFailedError && !(err instanceof AcceptedWorkError)) throw new AcceptedWorkError(err.message, err.originalMessage, false);
         throw err;
       }
     },

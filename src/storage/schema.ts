@@ -11,6 +11,7 @@ export interface Database {
   tasks: TaskRow;
   callback_deliveries: CallbackDeliveryRow;
   worker_heartbeats: WorkerHeartbeatRow;
+  channel_disables: ChannelDisableRow;
   callback_attempts: CallbackAttemptRow;
   ws_tickets: WsTicketRow;
   conversations: ConversationRow;
@@ -237,6 +238,14 @@ export interface TaskRow {
 export interface WorkerHeartbeatRow {
   instance_id: string;
   alive_until: number;
+}
+
+/** A channel disabled until an administrator enables it (by an administrator, or by an upstream's 401/403). */
+export interface ChannelDisableRow {
+  provider: string;
+  name: string;
+  reason: string;
+  disabled_at: number;
 }
 
 /** One task status update to POST to the callback address (the outbox). */

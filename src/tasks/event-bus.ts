@@ -24,6 +24,21 @@ export interface BusTopics {
   'agent.cancel': { requestId: string; ownerId: string };
   /** An API token was deleted: every instance forgets its cached lookup at once. */
   'token.revoked': { tokenId: string };
+  /** A channel changed state (cooled down, recovered, disabled, enabled): every instance follows. */
+  'channel.state': ChannelStateMessage;
+}
+
+/** Where a channel stands, as one instance announces it to the others. */
+export interface ChannelStateMessage {
+  /** The instance that announces it (it applied the change already). */
+  origin: string;
+  provider: string;
+  name: string;
+  state: 'healthy' | 'cooling_down' | 'disabled';
+  /** While cooling down: when a probe may go (milliseconds since the epoch), and the cool-down's length. */
+  coolingUntil: number;
+  cooldownMs: number;
+  disabledReason: string | null;
 }
 export type BusTopic = keyof BusTopics;
 

@@ -1,4 +1,4 @@
-import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../core/result-types.ts';
+import type { BillingEntry, MediaSize, NodeStatus, RoutingRecord, Usage } from '../core/result-types.ts';
 import type { TaskRow } from '../storage/schema.ts';
 
 /** One output item (GeneralOutput). */
@@ -27,6 +27,8 @@ export interface TaskResult {
   part_names?: string[];
   /** Request fields that were not passed on: those the adapter does not read, then those its run dropped. */
   warnings?: string[];
+  /** Which model, provider and channel ran the task, the tries before, and what a fallback changed. */
+  routing?: RoutingRecord;
 }
 
 /** A task's result: the `data` of queue_status and the body of a synchronous generation reply. */
@@ -69,7 +71,7 @@ export interface TaskStatusRecord {
   callback_url?: string;
   user: { _id: string };
   /** `warnings`: request fields that were not passed on to the provider. */
-  generate_info: { input: Record<string, unknown>; workflow: { _id: string }; warnings?: string[] };
+  generate_info: { input: Record<string, unknown>; workflow: { _id: string }; warnings?: string[]; routing?: RoutingRecord };
   billings: BillingEntry[];
 }
 
@@ -119,7 +121,7 @@ export function statusRecordOf(row: TaskRow, queue?: number): TaskStatusRecord {
     ...(result.usage ? { usage: result.usage } : {}),
     ...(row.callback_url !== null ? { callback_url: row.callback_url } : {}),
     user: { _id: row.owner_id },
-    generate_info: { input: JSON.parse(row.input) as Record<string, unknown>, workflow: { _id: row.model }, ...(result.warnings?.length ? { warnings: result.warnings } : {}) },
+    generate_info: { input: JSON.parse(row.input) as Record<string, unknown>, workflow: { _id: row.model }, ...(result.warnings?.length ? { warnings: result.warnings } : {}), ...(result.routing ? { routing: result.routing } : {}) },
     billings: result.billings ?? [],
   };
 }

@@ -3,13 +3,14 @@ import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
+import type { TaskRouting } from '../routing/task-routing.ts';
 import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import { UrlNotAllowedError } from './outbound-fetch.ts';
 import type { TaskClaim } from './task-queue.ts';
-import type { BillingEntry } from '../core/result-types.ts';
+import type { BillingEntry, RoutingRecord } from '../core/result-types.ts';
 import { parseResult, type TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 
@@ -30,6 +31,8 @@ export class TaskRunner {
       tasks: TaskService;
       catalog: Catalog;
       engines: EngineRegistry;
+      /** Sends each run to a channel of its model (or of a fallback) and moves it on failure. */
+      routing: TaskRouting;
       files: FileService;
       bus: EventBus;
       inputs: InputReader;
@@ -71,6 +74,8 @@ export class TaskRunner {
     // A resumed run covers ground again (an engine restarts its count, an upstream is polled
     // anew); progress up to what the task had reached was announced before the interruption.
     const announced = row.status === 'submitted' ? -1 : row.progress;
+    // Where the run went, for the record whatever its end.
+    let routing: RoutingRecord | undefined;
     try {
       if (row.status === 'submitted') {
         try {
@@ -89,7 +94,7 @@ export class TaskRunner {
         latest = resumed.row;
       }
       const warnings: string[] = [];
-      const output = await engine.run(job, {
+      const routed = await this.deps.routing.run(job, {
         signal: controller.signal,
         progress: async (percent, message, nodeStatus) => {
           if (percent <= announced) return;
@@ -102,10 +107,13 @@ export class TaskRunner {
         readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
         publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
         warn: (message) => void warnings.push(message),
-      });
+      }, (state) => this.deps.tasks.saveState(row.id, state));
+      routing = routed.record;
+      if (!routed.ok) throw routed.error;
+      const output = routed.value;
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
-      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, model, output, warnings), output, current: latest });
+      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: latest });
     } catch (err) {
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
@@ -115,27 +123,27 @@ export class TaskRunner {
       }
       if (err instanceof UrlNotAllowedError) {
         // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
-        await this.fail(row.id, err.message);
+        await this.fail(row.id, err.message, undefined, routing);
         return;
       }
       if (err instanceof InputUnavailableError) {
-        await this.fail(row.id, `an input could not be read: ${err.message}`);
+        await this.fail(row.id, `an input could not be read: ${err.message}`, undefined, routing);
         return;
       }
       if (err instanceof TaskFailedError) {
-        await this.fail(row.id, err.message, err.originalMessage);
+        await this.fail(row.id, err.message, err.originalMessage, routing);
         return;
       }
       log.warn({ err }, 'task failed');
-      await this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err));
+      await this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err), routing);
     } finally {
       claim.signal.removeEventListener('abort', onLost);
       this.running.delete(row.id);
     }
   };
 
-  private async fail(taskId: string, message: string, original?: string): Promise<void> {
-    await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message });
+  private async fail(taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<void> {
+    await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {});
   }
 
   /** The billing entry of a finished task: what ran, on which provider, and what it produced. */
@@ -151,9 +159,10 @@ export class TaskRunner {
     };
   }
 
-  /** What the run leaves in the result besides its files: texts, usage, billing, workflow status and domain data. */
-  private resultOf(row: TaskRow, model: LiveModel, output: GenerationOutput, warnings: string[]): TaskResult {
+  /** What the run leaves in the result besides its files: texts, usage, billing (of the model that served), workflow status, domain data and the route. */
+  private resultOf(row: TaskRow, model: LiveModel, output: GenerationOutput, warnings: string[], routing: RoutingRecord): TaskResult {
     return {
+      routing,
       output_content: (output.texts ?? []).map((text) => ({ type: 'text', content: text.content, ...(text.role ? { role: text.role } : {}) })),
       ...(output.files[0]?.mediaSize ? { mediaSize: output.files[0].mediaSize } : {}),
       ...(output.usage ? { usage: output.usage } : {}),

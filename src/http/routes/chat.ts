@@ -2,6 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../chat/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
+import { routeHeaders } from '../route-headers.ts';
 import { toApiError } from '../plugins/errors.ts';
 import type { AppServices } from '../services.ts';
 
@@ -144,6 +145,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     });
     const body = { ...request.body, stream: request.body.stream ?? route.streamByDefault };
     const outcome = await services.chat.start(body, request.principal.userId, abort.signal);
+    if (outcome.route) reply.headers(routeHeaders(outcome.route));
     if (outcome.kind === 'completion') {
       const usage = outcome.completion.usage;
       if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);

@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { INPUT_ROLES, parseJsonInput, type ResponsesInput } from '../../agent/agent-input.ts';
 import type { ChatInputPart } from '../../chat/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
+import { routeHeaders } from '../route-headers.ts';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { FileService, PendingFile } from '../../files/file-service.ts';
@@ -192,11 +193,22 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) run.abort(new ApiError('request_cancelled', 'the client went away'));
     });
-    if (body.stream === false) return run.complete();
+    if (body.stream === false) {
+      const answer = await run.complete();
+      if (run.route) reply.headers(routeHeaders(run.route));
+      return answer;
+    }
 
+    // The headers name the channel of the run's first model call: the events before its answer wait for it.
+    const events = run.stream()[Symbol.asyncIterator]();
+    const early = [];
+    let next = await events.next();
+    for (; !next.done && !run.route; next = await events.next()) early.push(next.value);
+    if (run.route) reply.headers(routeHeaders(run.route));
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
-    for await (const event of run.stream()) await sse.send(JSON.stringify(event));
+    for (const event of early) await sse.send(JSON.stringify(event));
+    for (; !next.done; next = await events.next()) await sse.send(JSON.stringify(next.value));
     sse.end('[DONE]');
   });
 

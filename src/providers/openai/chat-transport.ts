@@ -1,6 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Pool, type Dispatcher } from 'undici';
-import { ApiError } from '../../core/errors.ts';
+import { UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
 
 export interface ChatTransportOptions {
@@ -79,7 +79,7 @@ export class ChatTransport {
         const code = (err as { code?: string }).code ?? '';
         if (code === 'UND_ERR_HEADERS_TIMEOUT') {
           // It may have been acted on (and billed): not sent again.
-          throw new ApiError('upstream_timeout', `${provider} did not answer within ${this.opts.timeoutMs} ms`);
+          throw new UpstreamApiError('upstream_timeout', `${provider} did not answer within ${this.opts.timeoutMs} ms`, undefined);
         }
         const causeCode = ((err as Error).cause as { code?: string } | undefined)?.code ?? '';
         if (!CONNECTION_ERRORS.has(code) && !CONNECTION_ERRORS.has(causeCode)) throw err;
@@ -87,7 +87,7 @@ export class ChatTransport {
           await delay(backoffMs(retry, attempt), undefined, { signal });
           continue;
         }
-        throw new ApiError('upstream_error', `${provider} could not be reached: ${describe(err as Error)}`);
+        throw new UpstreamApiError('upstream_error', `${provider} could not be reached: ${describe(err as Error)}`, undefined);
       }
       if (res.statusCode < 300) return res;
 
@@ -106,10 +106,10 @@ export class ChatTransport {
       const what = `${provider} answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`;
       if (res.statusCode === 429) {
         const seconds = Math.max(1, Math.ceil((retryAfter ?? 1000) / 1000));
-        throw new ApiError('rate_limited', what, null, {}, { 'retry-after': String(seconds) });
+        throw new UpstreamApiError('rate_limited', what, 429, null, { 'retry-after': String(seconds) });
       }
-      if (REFUSED_STATUS.has(res.statusCode)) throw new ApiError('invalid_request', what, param);
-      throw new ApiError('upstream_error', what);
+      if (REFUSED_STATUS.has(res.statusCode)) throw new UpstreamApiError('invalid_request', what, res.statusCode, param);
+      throw new UpstreamApiError('upstream_error', what, res.statusCode);
     }
   }
 }

@@ -13,6 +13,7 @@ import * as agentApprovals from './0014-agent-approvals.ts';
 import * as limitsUsage from './0018-limits-usage.ts';
 import * as idempotencyKeys from './0019-idempotency-keys.ts';
 import * as openaiResponses from './0021-openai-responses.ts';
+import * as channelDisables from './0020-channel-disables.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0018_limits_usage': limitsUsage,
   '0019_idempotency_keys': idempotencyKeys,
   '0021_openai_responses': openaiResponses,
+  '0020_channel_disables': channelDisables,
 };
