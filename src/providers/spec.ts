@@ -44,6 +44,16 @@ export interface JobContext {
 /** One task as an engine sees it: the endpoint and the request's parameters as validated by the endpoint. */
 export type GenerationJob = JobContext & { endpoint: string; input: Record<string, unknown> };
 
+/**
+ * The typed input of a job of `endpoint`, the one place an adapter turns the stored input into
+ * its endpoint's type (TaskInputs): the endpoint's service built it, and the adapter's
+ * declaration guaranteed the endpoint at submit.
+ */
+export function inputOf<E extends Endpoint>(job: GenerationJob, endpoint: E): TaskInputs[E] {
+  if (job.endpoint !== endpoint) throw new TaskRejectedError(`a ${endpoint} input was expected, not ${job.endpoint}`);
+  return job.input as TaskInputs[E];
+}
+
 /** A job of one endpoint (or of several), e.g. `JobOf<'images.edits'>`. */
 export type JobOf<E extends Endpoint> = JobContext & Extract<TaskInput, { endpoint: E }>;
 

@@ -1,5 +1,5 @@
 import { checkApiKey, downloadFile, numberOption, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
-import { TaskFailedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
+import { TaskFailedError, inputOf, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
@@ -21,6 +21,8 @@ import {
 } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.minimax.io';
+
+const speechOf = (job: GenerationJob) => inputOf(job, 'speech.generations');
 
 /** Speech, every field of the request. */
 const MINIMAX_SERVES: EngineDeclaration = { 'speech.generations': {} };
@@ -45,12 +47,12 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
 
   /** One synchronous call; nothing to resume, so a resumed run calls again. */
   async function synthesize(job: GenerationJob, run: RunContext): Promise<GenerationOutput> {
-    const res = await api.request({ path: '/v1/t2a_v2', query: query(), json: syncBody(job.input, job.model.defaultRealModelName), signal: run.signal });
+    const res = await api.request({ path: '/v1/t2a_v2', query: query(), json: syncBody(speechOf(job), job.model.defaultRealModelName), signal: run.signal });
     const reply = replyJson(res, ctx.provider, 'the speech request');
     const audio = syncAudio(reply);
     const data = 'audio' in audio ? audio.audio : (await downloadFile(storage, audio.url, run.signal)).data;
     const info = syncInfo(reply);
-    return speechOutput(data, formatOf(job.input), info.characters, info.audioLengthMs !== undefined ? { audio_length_ms: info.audioLengthMs } : {});
+    return speechOutput(data, formatOf(speechOf(job)), info.characters, info.audioLengthMs !== undefined ? { audio_length_ms: info.audioLengthMs } : {});
   }
 
   /** The request's text file (a gateway reference) uploaded to MiniMax for the long-text API. */
@@ -70,8 +72,9 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
 
   const longText = upstreamTaskEngine<MinimaxAsyncRef>({
     async submit(job, run) {
-      const textFileId = typeof job.input.text_file_id === 'string' ? await uploadText(job.input.text_file_id, run) : undefined;
-      const res = await api.request({ path: '/v1/t2a_async_v2', query: query(), json: asyncBody(job.input, job.model.defaultRealModelName, textFileId), signal: run.signal });
+      const input = speechOf(job);
+      const textFileId = input.text_file_id !== undefined ? await uploadText(input.text_file_id, run) : undefined;
+      const res = await api.request({ path: '/v1/t2a_async_v2', query: query(), json: asyncBody(input, job.model.defaultRealModelName, textFileId), signal: run.signal });
       return asyncSubmitted(replyJson(res, ctx.provider, 'the long-text speech request'));
     },
     async poll(ref, job, run) {
@@ -84,7 +87,7 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
         checkBaseResp(replyJson(file, ctx.provider, 'the result file download'), 'the result file download');
         throw new TaskFailedError('minimax answered the result file download with JSON instead of audio', file.body.toString('utf8').slice(0, 2000));
       }
-      return { state: 'succeeded', output: speechOutput(asyncAudio(file.body, formatOf(job.input)), formatOf(job.input), ref.usage_characters, { upstream_task_id: ref.task_id }) };
+      return { state: 'succeeded', output: speechOutput(asyncAudio(file.body, formatOf(speechOf(job))), formatOf(speechOf(job)), ref.usage_characters, { upstream_task_id: ref.task_id }) };
     },
   }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs });
 
@@ -92,7 +95,7 @@ export const minimaxAdapter: AdapterFactory = (ctx) => {
     cancellable: false,
     serves: MINIMAX_SERVES,
     check,
-    run: (job, run) => (runsAsync(job.input, syncTextLimit) ? longText.run(job, run) : synthesize(job, run)),
+    run: (job, run) => (runsAsync(speechOf(job), syncTextLimit) ? longText.run(job, run) : synthesize(job, run)),
   };
   return engine;
 };

@@ -1,5 +1,5 @@
 import { mapFields, type FieldRule } from '../field-mapping.ts';
-import { TaskFailedError, type GenerationOutput } from '../spec.ts';
+import { TaskFailedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
 import type { Usage } from '../spec.ts';
 
 /**
@@ -16,22 +16,21 @@ const AUDIO = { sampleRate: 32_000, bitrate: 128_000, channel: 1 } as const;
 const DEFAULT_FORMAT = 'mp3';
 const MIME_TYPES: Record<string, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac', pcm: 'audio/L16' };
 
-/** The audio format of a request (the optional `format`). */
-export function formatOf(input: Record<string, unknown>): string {
-  return typeof input.format === 'string' && input.format !== '' ? input.format : DEFAULT_FORMAT;
-}
+/** A speech request as its service stored it. */
+export type SpeechInput = TaskInputs['speech.generations'];
 
-function characters(text: unknown): number {
-  return typeof text === 'string' ? [...text].length : 0;
+/** The audio format of a request (the optional `format`). */
+export function formatOf(input: SpeechInput): string {
+  return input.format ?? DEFAULT_FORMAT;
 }
 
 /** Whether a request goes through the long-text API: a text file, or text over the sync limit. */
-export function runsAsync(input: Record<string, unknown>, syncTextLimit: number): boolean {
-  return (typeof input.text_file_id === 'string' && input.text_file_id !== '') || characters(input.text) > syncTextLimit;
+export function runsAsync(input: SpeechInput, syncTextLimit: number): boolean {
+  return input.text_file_id !== undefined || [...input.text].length > syncTextLimit;
 }
 
 /** POST /v1/t2a_v2 body. The reply's audio comes hex-encoded (the default output format). */
-export function syncBody(input: Record<string, unknown>, model: string): Record<string, unknown> {
+export function syncBody(input: SpeechInput, model: string): Record<string, unknown> {
   return {
     model,
     text: input.text,
@@ -45,7 +44,7 @@ export function syncBody(input: Record<string, unknown>, model: string): Record<
  * POST /v1/t2a_async_v2 body: the text file uploaded to MiniMax (`textFileId`) when the request
  * has one, else the text; the sample-rate key differs from the sync call's.
  */
-export function asyncBody(input: Record<string, unknown>, model: string, textFileId: UpstreamId | undefined): Record<string, unknown> {
+export function asyncBody(input: SpeechInput, model: string, textFileId: UpstreamId | undefined): Record<string, unknown> {
   return {
     model,
     ...(textFileId !== undefined ? { text_file_id: textFileId } : { text: input.text }),

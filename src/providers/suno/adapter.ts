@@ -1,5 +1,5 @@
 import { checkApiKey, downloadFile, replyJson, stringOption, type AdapterFactory } from '../adapter-support.ts';
-import type { EngineDeclaration, GenerationJob } from '../spec.ts';
+import { inputOf, type EngineDeclaration, type GenerationJob } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { generateBody, songOutput, submittedTaskId, taskState } from './mapping.ts';
@@ -30,7 +30,7 @@ export const sunoAdapter: AdapterFactory = (ctx) => {
   // Result files live on other hosts: no credentials go there.
   const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
   const callBackUrl = stringOption(ctx, 'callback_url') ?? PLACEHOLDER_CALLBACK_URL;
-  const requestOf = (job: GenerationJob) => generateBody(job.input, job.model.defaultRealModelName, callBackUrl);
+  const requestOf = (job: GenerationJob) => generateBody(inputOf(job, 'song.generations'), job.model.defaultRealModelName, callBackUrl);
 
   return upstreamTaskEngine<SunoRef>({
     check(job) {

@@ -1,6 +1,6 @@
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { DownloadedFile } from '../adapter-support.ts';
-import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationOutput } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationOutput, type TaskInputs } from '../spec.ts';
 
 /** Weights go upstream with two decimals, as the upstream documents them. */
 const twoDecimals = (value: unknown) => Math.round(Number(value) * 100) / 100;
@@ -44,8 +44,12 @@ export interface SunoGenerateBody {
   [field: string]: unknown;
 }
 
-function text(input: Record<string, unknown>, field: string): string {
-  return typeof input[field] === 'string' ? (input[field] as string) : '';
+/** A song request as its service stored it. */
+export type SongInput = TaskInputs['song.generations'];
+
+/** The text fields the limits apply to; an absent title counts as empty. */
+function text(input: SongInput, field: 'prompt' | 'tags' | 'title'): string {
+  return input[field] ?? '';
 }
 
 /**
@@ -53,13 +57,13 @@ function text(input: Record<string, unknown>, field: string): string {
  * tags → style), checked against the upstream's required fields and length limits per mode.
  * `dropped` names the fields the upstream ignores in description mode.
  */
-export function generateBody(input: Record<string, unknown>, model: string, callBackUrl: string): { body: SunoGenerateBody; dropped: string[] } {
+export function generateBody(input: SongInput, model: string, callBackUrl: string): { body: SunoGenerateBody; dropped: string[] } {
   const customMode = input.customMode === true;
   const instrumental = input.makeInstrumental === true;
   const prompt = text(input, 'prompt');
   if (customMode) {
     const limits = customLimits(model);
-    const required = instrumental ? ['tags', 'title'] : ['tags', 'title', 'prompt'];
+    const required = instrumental ? (['tags', 'title'] as const) : (['tags', 'title', 'prompt'] as const);
     for (const field of required) {
       if (text(input, field).trim() === '') throw new TaskRejectedError(`custom mode${instrumental ? ' with makeInstrumental' : ''} needs a non-empty ${field}`);
     }
@@ -78,7 +82,7 @@ export function generateBody(input: Record<string, unknown>, model: string, call
   }
   return {
     body: { customMode, instrumental, model, callBackUrl, ...mapFields(input, COMMON_FIELDS) },
-    dropped: fieldsSet(input, CUSTOM_MODE_FIELDS.map((rule) => rule.from)).filter((field) => input[field] !== ''),
+    dropped: fieldsSet(input, CUSTOM_MODE_FIELDS.map((rule) => rule.from)).filter((field) => input[field as keyof SongInput] !== ''),
   };
 }
 

@@ -2,7 +2,7 @@ import { SettingsError } from '../../config/settings.ts';
 import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../../digital-human/digital-human-engines.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
 import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
-import { TaskRejectedError, type EngineDeclaration, type GenerationJob, type RunContext } from '../spec.ts';
+import { TaskRejectedError, inputOf, type EngineDeclaration, type GenerationJob, type RunContext } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
@@ -85,21 +85,23 @@ export const volcHumanAdapter: AdapterFactory = (ctx) => {
 
   /** The source video of a create, checked to be a video before anything is paid for. */
   async function sourceVideo(job: GenerationJob, run: RunContext) {
-    const source = await run.readInput(String(job.input.video_id));
+    const source = await run.readInput(inputOf(job, DIGITAL_HUMAN_CREATE).video_id);
     return { source, video: await readVideoInput(source.data, 'video_id', run.signal) };
   }
 
   async function submitBody(job: GenerationJob, run: RunContext): Promise<Record<string, unknown>> {
     if (job.endpoint === DIGITAL_HUMAN_CREATE) {
+      const create = inputOf(job, DIGITAL_HUMAN_CREATE);
       await sourceVideo(job, run);
-      return trainingBody(job.input, await fetchableUrl(String(job.input.video_id), run, 'source.mp4'), callbackUrl);
+      return trainingBody(create, await fetchableUrl(create.video_id, run, 'source.mp4'), callbackUrl);
     }
-    const plan = generationPlan(job.input);
+    const input = inputOf(job, DIGITAL_HUMAN_GENERATIONS);
+    const plan = generationPlan(input);
     const urls = {
-      audio: await fetchableUrl(String(job.input.audio_url), run, 'audio.mp3'),
+      audio: await fetchableUrl(input.audio_url, run, 'audio.mp3'),
       ...(plan.task === 'lip_sync' ? { video: await fetchableUrl(plan.videoRef, run, 'video.mp4') } : {}),
     };
-    const { body, dropped } = generationBody(plan, job.model, job.input, urls, callbackUrl);
+    const { body, dropped } = generationBody(plan, job.model, input, urls, callbackUrl);
     for (const field of dropped) run.warn(`${field} was not sent: the ${String(body.req_key)} task does not take it`);
     return body;
   }

@@ -1,9 +1,12 @@
 import type { LiveModel } from '../../catalog/catalog.ts';
-import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra, type DigitalHumanJobResource } from '../../digital-human/digital-human-engines.ts';
+import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../digital-human/digital-human-engines.ts';
 import { digitalHumanModeOf, type DigitalHumanMode } from '../../digital-human/digital-human-options.ts';
 import type { VideoInput } from '../local/video/media-input.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
-import { TaskFailedError, type GenerationOutput } from '../spec.ts';
+import { TaskFailedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
+
+/** A digital-human.generations request as its service stored it, with the resource the gateway adds. */
+type GenerationInput = TaskInputs['digital-human.generations'];
 
 /** Clone-avatar training: a source video becomes an upstream avatar (resource_id). */
 export const TRAINING_REQ_KEY = 'realman_avatar_training_task';
@@ -36,11 +39,11 @@ const GENERATION_OPTION_DEFAULTS: Record<string, unknown> = {
 };
 
 /** The CVSubmitTask body of digital-human.create: train an avatar on the source video. */
-export function trainingBody(input: Record<string, unknown>, videoUrl: string, callbackUrl: string | undefined): Record<string, unknown> {
+export function trainingBody(input: TaskInputs['digital-human.create'], videoUrl: string, callbackUrl: string | undefined): Record<string, unknown> {
   return {
     req_key: TRAINING_REQ_KEY,
     video_url: videoUrl,
-    interaction_optimise: input.interaction_optimise === 0 ? 0 : 1,
+    interaction_optimise: input.interaction_optimise,
     ...(callbackUrl ? { callback_url: callbackUrl } : {}),
   };
 }
@@ -54,9 +57,9 @@ export type GenerationPlan =
   | { task: 'avatar_video'; upstreamResourceId: string }
   | { task: 'lip_sync'; videoRef: string };
 
-export function generationPlan(input: Record<string, unknown>): GenerationPlan {
-  if (typeof input.video_url === 'string' && input.video_url !== '') return { task: 'lip_sync', videoRef: input.video_url };
-  const resource = input.resource as DigitalHumanJobResource | undefined;
+export function generationPlan(input: GenerationInput): GenerationPlan {
+  if (input.video_url !== undefined) return { task: 'lip_sync', videoRef: input.video_url };
+  const { resource } = input;
   if (!resource) throw new TaskFailedError('the digital-human resource of the request is missing');
   if (resource.upstream_resource_id) return { task: 'avatar_video', upstreamResourceId: resource.upstream_resource_id };
   if (resource.source) return { task: 'lip_sync', videoRef: resource.source };
@@ -70,7 +73,7 @@ export function generationPlan(input: Record<string, unknown>): GenerationPlan {
 export function generationBody(
   plan: GenerationPlan,
   model: LiveModel,
-  input: Record<string, unknown>,
+  input: GenerationInput,
   urls: { audio: string; video?: string },
   callbackUrl: string | undefined,
 ): { body: Record<string, unknown>; dropped: string[] } {
@@ -81,7 +84,7 @@ export function generationBody(
     : { req_key: LIP_SYNC_REQ_KEYS[mode], url: urls.video, pure_audio_url: urls.audio };
   const taken = new Set(options.map((rule) => rule.from));
   const dropped = fieldsSet(input, Object.keys(GENERATION_OPTION_DEFAULTS))
-    .filter((name) => !taken.has(name) && input[name] !== GENERATION_OPTION_DEFAULTS[name]);
+    .filter((name) => !taken.has(name) && input[name as keyof GenerationInput] !== GENERATION_OPTION_DEFAULTS[name]);
   return { body: { ...body, ...mapFields(input, options), ...(callbackUrl ? { callback_url: callbackUrl } : {}) }, dropped };
 }
 

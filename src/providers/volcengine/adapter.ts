@@ -1,7 +1,7 @@
 import { SettingsError } from '../../config/settings.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
 import { checkApiKey, downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
-import type { EngineDeclaration } from '../spec.ts';
+import { inputOf, type EngineDeclaration } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { checkVideoRequest, createTaskBody, createdTaskId, mediaRefs, taskState, videoOutput, type ParameterStyle } from './mapping.ts';
@@ -39,12 +39,13 @@ export const volcengineAdapter: AdapterFactory = (ctx) => {
   return upstreamTaskEngine<ArkRef>({
     check(job) {
       checkApiKey(ctx);
-      checkVideoRequest(job.input);
+      checkVideoRequest(inputOf(job, 'video.generations'));
     },
     async submit(job, run) {
       const urls = new Map<string, string>();
-      for (const [i, ref] of mediaRefs(job.input).entries()) urls.set(ref, await fetchableUrl(ref, run, `input-${i + 1}`));
-      const { body, dropped } = createTaskBody(job.input, job.model.defaultRealModelName, urls, { style, ...(callbackUrl ? { callbackUrl } : {}) });
+      const input = inputOf(job, 'video.generations');
+      for (const [i, ref] of mediaRefs(input).entries()) urls.set(ref, await fetchableUrl(ref, run, `input-${i + 1}`));
+      const { body, dropped } = createTaskBody(input, job.model.defaultRealModelName, urls, { style, ...(callbackUrl ? { callbackUrl } : {}) });
       for (const field of dropped) run.warn(`${field} was not sent: Seedance has no use for it`);
       const res = await api.request({ path: '/contents/generations/tasks', json: body, signal: run.signal });
       return { id: createdTaskId(replyJson(res, ctx.provider, 'the video request')) };

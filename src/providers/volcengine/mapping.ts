@@ -1,16 +1,10 @@
 import { fieldsSet, mapFields } from '../field-mapping.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationOutput } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
 import type { MediaSize, Usage } from '../spec.ts';
 
-/** A content item of a video.generations request. */
-interface RequestItem {
-  type: string;
-  text?: string;
-  image_url?: { url: string };
-  audio_url?: { url: string };
-  video_url?: { url: string; refer_type?: string; keep_original_sound?: string };
-  role?: string;
-}
+/** A video.generations request as its service stored it, and one of its content items. */
+type VideoInput = TaskInputs['video.generations'];
+type RequestItem = VideoInput['content'][number];
 
 /** A content item of an Ark generation task. */
 export type ArkContentItem =
@@ -47,10 +41,6 @@ const UNSUPPORTED_FIELDS = ['negative_prompt', 'cfg_scale', 'camera_control'];
 
 export type ParameterStyle = 'fields' | 'flags';
 
-function itemsOf(input: Record<string, unknown>): RequestItem[] {
-  return Array.isArray(input.content) ? (input.content as RequestItem[]) : [];
-}
-
 /** The upstream role of a media item, or the reason Seedance cannot take it. */
 function upstreamRole(item: RequestItem): { role?: string } | { refused: string } {
   switch (item.type) {
@@ -72,8 +62,8 @@ function upstreamRole(item: RequestItem): { role?: string } | { refused: string 
 }
 
 /** Refuses what Seedance cannot do before anything is sent (TaskRejectedError). */
-export function checkVideoRequest(input: Record<string, unknown>): void {
-  const items = itemsOf(input);
+export function checkVideoRequest(input: VideoInput): void {
+  const items = input.content;
   const roles: string[] = [];
   items.forEach((item, i) => {
     const mapped = upstreamRole(item);
@@ -87,14 +77,14 @@ export function checkVideoRequest(input: Record<string, unknown>): void {
     if (frames.filter((r) => r === role).length > 1) throw new TaskRejectedError(`only one ${role} image is allowed`);
   }
   if (frames.includes('last_frame') && !frames.includes('first_frame')) throw new TaskRejectedError('a last_frame image needs a first_frame image');
-  if (input.resolution !== undefined && !RESOLUTIONS.has(String(input.resolution))) throw new TaskRejectedError(`Seedance renders 480p, 720p or 1080p, not ${String(input.resolution)}`);
-  if (input.aspect_ratio !== undefined && !RATIOS.has(String(input.aspect_ratio))) throw new TaskRejectedError(`Seedance has no ${String(input.aspect_ratio)} aspect ratio`);
-  if (input.duration !== undefined && !Number.isInteger(input.duration)) throw new TaskRejectedError('Seedance takes a whole number of seconds as duration');
+  if (!RESOLUTIONS.has(input.resolution)) throw new TaskRejectedError(`Seedance renders 480p, 720p or 1080p, not ${input.resolution}`);
+  if (!RATIOS.has(input.aspect_ratio)) throw new TaskRejectedError(`Seedance has no ${input.aspect_ratio} aspect ratio`);
+  if (!Number.isInteger(input.duration)) throw new TaskRejectedError('Seedance takes a whole number of seconds as duration');
 }
 
 /** The media URLs of a request, in content order, to make fetchable before building the task. */
-export function mediaRefs(input: Record<string, unknown>): string[] {
-  return itemsOf(input).flatMap((item) => {
+export function mediaRefs(input: VideoInput): string[] {
+  return input.content.flatMap((item) => {
     const url = item.image_url?.url ?? item.video_url?.url ?? item.audio_url?.url;
     return item.type !== 'text' && url ? [url] : [];
   });
@@ -105,12 +95,12 @@ export function mediaRefs(input: Record<string, unknown>): string[] {
  * the upstream can fetch. `dropped` names request fields Seedance has no use for.
  */
 export function createTaskBody(
-  input: Record<string, unknown>,
+  input: VideoInput,
   model: string,
   urls: ReadonlyMap<string, string>,
   opts: { style: ParameterStyle; callbackUrl?: string },
 ): { body: Record<string, unknown>; dropped: string[] } {
-  const items = itemsOf(input);
+  const items = input.content;
   const media: ArkContentItem[] = [];
   for (const item of items) {
     const mapped = upstreamRole(item);
