@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
 import { SettingsError, type ProviderSettings } from '../config/settings.ts';
-import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GenerationEngine, type RunContext } from './spec.ts';
+import type { Metadata } from 'sharp';
+import { loadSharp } from './load-sharp.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationEngine, type RunContext } from './spec.ts';
 import type { UpstreamClient, UpstreamClientOptions, UpstreamResponse } from './upstream-client.ts';
 
 /** What an adapter factory gets: its provider's settings, the key from the environment, the transport defaults. */
@@ -85,4 +87,35 @@ export function numberOption(ctx: AdapterContext, name: string): number | undefi
  */
 export function servesEndpoints(endpoints: Iterable<string>): EngineDeclaration {
   return Object.fromEntries([...endpoints].map((endpoint) => [endpoint, {}]));
+}
+
+/** Image formats an upstream's reply may hold: their MIME types and file extensions. */
+const IMAGE_TYPES: Record<string, { mime: string; ext: string }> = {
+  png: { mime: 'image/png', ext: 'png' },
+  jpeg: { mime: 'image/jpeg', ext: 'jpg' },
+  webp: { mime: 'image/webp', ext: 'webp' },
+  gif: { mime: 'image/gif', ext: 'gif' },
+};
+
+/**
+ * A generated image file from the bytes of an upstream's reply, its type and size read from the
+ * image itself; `reply` names the reply in a failure (e.g. "OpenAI images reply").
+ */
+export async function imageFile(data: Buffer, index: number, reply: string): Promise<GeneratedFile> {
+  const sharp = await loadSharp();
+  let meta: Metadata;
+  try {
+    meta = await sharp(data).metadata();
+  } catch {
+    throw new TaskFailedError(`${reply}: image ${index + 1} is not a readable image`);
+  }
+  const kind = meta.format ? IMAGE_TYPES[meta.format] : undefined;
+  if (!kind || !meta.width || !meta.height) throw new TaskFailedError(`${reply}: image ${index + 1} is a ${meta.format ?? 'unknown'} file, not PNG, JPEG or WebP`);
+  return {
+    type: 'image',
+    data,
+    fileName: `image-${index + 1}.${kind.ext}`,
+    mimeType: kind.mime,
+    mediaSize: { type: 'image', width: meta.width, height: meta.height, status: 1 },
+  };
 }

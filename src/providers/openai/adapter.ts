@@ -1,7 +1,7 @@
-import type { AdapterFactory } from '../adapter-support.ts';
+import { imageFile, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
-import { IMAGE_SERVES, editForm, imageFile, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
+import { IMAGE_SERVES, editForm, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
@@ -61,7 +61,7 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
       const files = [];
       for (const [i, image] of reply.images.entries()) {
         const data = 'b64' in image ? Buffer.from(image.b64, 'base64') : (await downloads.request({ path: image.url, signal: rc.signal })).body;
-        files.push(await imageFile(data, i));
+        files.push(await imageFile(data, i, 'OpenAI images reply'));
       }
       return {
         files,

@@ -3,12 +3,11 @@
  * and /images/edits, and their replies → generated files. Pure functions (sharp only reads
  * and converts bytes).
  */
-import type { Metadata } from 'sharp';
 import { loadSharp } from '../load-sharp.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import type { Usage } from '../spec.ts';
-import { TaskFailedError, type EngineDeclaration, type GeneratedFile, type InputFile } from '../spec.ts';
+import { TaskFailedError, type EngineDeclaration, type InputFile } from '../spec.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
 export const IMAGE_ENDPOINTS = {
@@ -165,28 +164,6 @@ export function parseImagesReply(body: unknown): ImagesReply {
     images,
     revisedPrompts,
     ...(usage && typeof usage === 'object' ? { usage: { total_tokens: tokens('total_tokens'), input_tokens: tokens('input_tokens'), output_tokens: tokens('output_tokens') } } : {}),
-  };
-}
-
-const OUTPUT_TYPES: Record<string, { mime: string; ext: string }> = { ...UPLOAD_TYPES, gif: { mime: 'image/gif', ext: 'gif' } };
-
-/** A generated image file from reply bytes: its type and size read from the image itself. */
-export async function imageFile(data: Buffer, index: number): Promise<GeneratedFile> {
-  const sharp = await loadSharp();
-  let meta: Metadata;
-  try {
-    meta = await sharp(data).metadata();
-  } catch {
-    throw new TaskFailedError(`OpenAI images reply: image ${index + 1} is not a readable image`);
-  }
-  const kind = meta.format ? OUTPUT_TYPES[meta.format] : undefined;
-  if (!kind || !meta.width || !meta.height) throw new TaskFailedError(`OpenAI images reply: image ${index + 1} is a ${meta.format ?? 'unknown'} file, not PNG, JPEG or WebP`);
-  return {
-    type: 'image',
-    data,
-    fileName: `image-${index + 1}.${kind.ext}`,
-    mimeType: kind.mime,
-    mediaSize: { type: 'image', width: meta.width, height: meta.height, status: 1 },
   };
 }
 
