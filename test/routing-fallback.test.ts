@@ -147,6 +147,36 @@ describe('model fallbacks of tasks', () => {
   });
 });
 
+describe('fallbacks that cannot take the task', () => {
+  it('skips a fallback whose provider\'s adapter does not serve the endpoint, and says so in the attempts', async () => {
+    const arkA = await ArkUpstream.start(keys[ARK_A_KEY_ENV]);
+    const server = await startTestServer({
+      GENGATE_CONFIG: JSON.stringify({
+        providers: {
+          volcengine: { retry: { attempts: 0 }, base_url: `${arkA.url}/api/v3`, api_key_env: ARK_A_KEY_ENV },
+          // An images-only adapter: it serves no video.generations.
+          kling: { adapter: 'openai', base_url: 'http://127.0.0.1:9/v1' },
+        },
+        models: { 'seedance-1.0-pro': { fallbacks: ['kling-v2.1-master'] } },
+      }),
+    });
+    try {
+      const token = await server.tokenFor('director');
+      arkA.createErrors = [503];
+      const res = await server.fetch('/v1/video/generations', { method: 'POST', token, json: VIDEO_REQUEST });
+      const body = (await res.json()) as Json;
+      assert.equal(res.status, 502, JSON.stringify(body));
+      const record = (await (await server.fetch(`/v1/ai/result/${body.error.task_id}`, { token })).json()) as Json;
+      const attempts = record.generate_info.routing.attempts;
+      assert.deepEqual(attempts.map((a: Json) => [a.model, a.channel]), [['seedance-1.0-pro', 'volcengine'], ['kling-v2.1-master', null]]);
+      assert.match(attempts[1].error, /whose adapter does not serve video\.generations/);
+    } finally {
+      await server.close();
+      await arkA.close();
+    }
+  });
+});
+
 describe('a fallback under way when the server is killed', () => {
   const dataDir = tempDataDir();
   let server: ServerProcess | undefined;

@@ -39,7 +39,12 @@ export class TaskRouting {
       model: job.model,
       input: job.input as Record<string, unknown>,
       ...(resume ? { resume } : {}),
-      translate: (input, target) => translateTaskInput(job.endpoint, input, target, this.engines.engineFor(target).serves?.[job.endpoint as Endpoint]),
+      translate: (input, target) => {
+        const serves = this.engines.engineFor(target).serves;
+        const declared = serves?.[job.endpoint as Endpoint];
+        if (serves && !declared) return { skip: `fallback model ${target.alias} runs on provider ${target.providerCode}, whose adapter does not serve ${job.endpoint}` };
+        return translateTaskInput(job.endpoint, input, target, declared);
+      },
       beforeAttempt: (record) => save({ [ROUTING_KEY]: record }),
       signal: ctx.signal,
     }, (target) => {
