@@ -101,7 +101,8 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
     assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
   });
 
-  it('stores a generated image and its asset in the bucket and serves both', async () => {
+  it('stores a generated image once, shared by its /files URL and its asset, and serves both', async () => {
+    const before = objectKeys();
     const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'seedream-4.0', prompt: 'a bucket of light', size: '32x32' } });
     const json: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(json));
@@ -113,7 +114,8 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
     assert.equal(assets.assets.length, 1, JSON.stringify(assets));
     const asset = assets.assets[0];
     assert.equal(asset.asset_hash, await blake3Of(png));
-    assert.ok(objectKeys().includes(`assets/${asset.asset_hash.slice('blake3:'.length)}`));
+    // One object for the output: the /files entry reads the asset's content.
+    assert.deepEqual(objectKeys().filter((k) => !before.includes(k)), [`assets/${asset.asset_hash.slice('blake3:'.length)}`]);
     const content = await srv.fetch(`/api/assets/${asset.id}/content`, { token });
     assert.equal(content.status, 200);
     assert.deepEqual(Buffer.from(await content.arrayBuffer()), png);
@@ -163,14 +165,23 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
     }
   });
 
-  it('deletes expired files from the bucket', async () => {
+  it('deletes expired files from the bucket, but not the asset content an expired output shares', async () => {
     const short = await startTestServer({ ...s3.env, GENGATE_CONFIG: JSON.stringify({ limits: { file_retention_ms: 1500 } }) });
     try {
-      const url = await uploadFile(short, await short.tokenFor('brief'), Buffer.from('short-lived'), 'brief.txt');
+      const briefToken = await short.tokenFor('brief');
+      const url = await uploadFile(short, briefToken, Buffer.from('short-lived'), 'brief.txt');
       const key = `files/${new URL(url).pathname.split('/')[2]}`;
       assert.equal(await store.size(key), 'short-lived'.length);
+      const generated = await short.fetch('/v1/images/generations', { method: 'POST', token: briefToken, json: { model: 'seedream-4.0', prompt: 'a brief light', size: '16x16' } });
+      const output: Json = await generated.json();
+      assert.equal(generated.status, 200, JSON.stringify(output));
       await eventually('the sweeper to delete the object', async () => (await store.size(key)) === undefined, 10_000);
       assert.equal((await fetch(url)).status, 404);
+      await eventually('the output URL to expire', async () => (await fetch(output.data[0].url)).status === 404, 10_000);
+      const [asset] = ((await (await short.fetch('/api/assets?include_tags=output', { token: briefToken })).json()) as Json).assets;
+      const content = await short.fetch(`/api/assets/${asset.id}/content`, { token: briefToken });
+      assert.equal(content.status, 200);
+      assert.equal((await content.arrayBuffer()).byteLength, asset.size);
     } finally {
       await short.close();
     }

@@ -25,6 +25,11 @@ export interface OpenedFile {
   stream: Readable;
 }
 
+/** Where a file's own bytes live; a file over shared bytes (FileService.share) points elsewhere. */
+function ownBlobKey(id: string): string {
+  return `files/${id}`;
+}
+
 /**
  * Temporary files served without a token under unguessable URLs: uploads
  * and generated outputs, deleted after the retention period.
@@ -43,9 +48,18 @@ export class FileService {
   /** Writes bytes that are not yet registered (their name may only be known after them). */
   async write(source: Readable | Buffer): Promise<PendingFile> {
     const id = newSecret(18);
-    const blobKey = `files/${id}`;
+    const blobKey = ownBlobKey(id);
     const size = await this.blobs.put(blobKey, source);
     return { id, blobKey, size };
+  }
+
+  /**
+   * A file to register over bytes already in the store under blobKey, kept there by their owner
+   * (a task output's asset content): nothing is written, and expiry leaves the bytes alone. Not
+   * for discard: the bytes are not the file's to delete.
+   */
+  share(blobKey: string, size: number): PendingFile {
+    return { id: newSecret(18), blobKey, size };
   }
 
   /** The first bytes of written content, for sniffing its type. */
@@ -63,6 +77,7 @@ export class FileService {
     return Buffer.concat(chunks).subarray(0, bytes);
   }
 
+  /** Drops written content that will not be registered. */
   async discard(pending: PendingFile): Promise<void> {
     await this.blobs.delete(pending.blobKey);
   }
@@ -107,13 +122,13 @@ export class FileService {
     return this.blobs.presign(row.blob_key, opts);
   }
 
-  /** Deletes expired files (bytes first, then the row); answers how many went. */
+  /** Deletes expired files (their own bytes first, then the row); answers how many went. */
   async sweep(now = Date.now()): Promise<number> {
     let removed = 0;
     for (;;) {
       const batch = await this.repo.listExpired(now, 500);
       for (const row of batch) {
-        await this.blobs.delete(row.blob_key);
+        if (row.blob_key === ownBlobKey(row.id)) await this.blobs.delete(row.blob_key);
         await this.repo.delete(row.id);
       }
       removed += batch.length;

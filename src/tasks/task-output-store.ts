@@ -1,3 +1,4 @@
+import { contentKey } from '../assets/asset-hash.ts';
 import type { StoredOutputContent } from '../assets/asset-outputs.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { FileService, PendingFile } from '../files/file-service.ts';
@@ -12,9 +13,10 @@ interface StoredFile {
 }
 
 /**
- * The one place a successful task's output files are stored: each is served under /files (the
- * result's URL) and registered as the owner's output asset. The bytes are written before the
- * transaction that ends the task, the file and asset rows in it.
+ * The one place a successful task's output files are stored: each is registered as the owner's
+ * output asset and served under /files (the result's URL) from the same bytes, stored once under
+ * their hash. The bytes are written before the transaction that ends the task, the file and
+ * asset rows in it.
  */
 export class TaskOutputStore {
   constructor(private readonly deps: { files: FileService; assets: AssetService }) {}
@@ -27,20 +29,13 @@ export class TaskOutputStore {
     if (ending.status !== 'success' || !ending.output || ending.output.files.length === 0) return undefined;
     const stored: StoredFile[] = [];
     const drop = async () => {
-      for (const { served, asset } of stored) {
-        await this.deps.files.discard(served);
-        await this.deps.assets.outputs.dropOutput(asset);
-      }
+      for (const { asset } of stored) await this.deps.assets.outputs.dropOutput(asset);
     };
     try {
       for (const file of ending.output.files) {
-        const served = await this.deps.files.write(file.data);
-        try {
-          stored.push({ file, served, asset: await this.deps.assets.outputs.storeOutput(file.data) });
-        } catch (err) {
-          await this.deps.files.discard(served);
-          throw err;
-        }
+        const asset = await this.deps.assets.outputs.storeOutput(file.data);
+        // The /files entry shares the asset's content; its expiry leaves the bytes to the registry.
+        stored.push({ file, served: this.deps.files.share(contentKey(asset.hash), asset.size), asset });
       }
     } catch (err) {
       await drop();
