@@ -31,7 +31,7 @@ import { ImageService } from './images/service.ts';
 import { VideoService } from './video/service.ts';
 import { AudioService } from './audio/service.ts';
 import { DigitalHumanGenerations } from './digital-human/service.ts';
-import { Mesh3dService } from './mesh3d/mesh3d-service.ts';
+import { Mesh3dService } from './mesh3d/service.ts';
 import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';

@@ -7,7 +7,7 @@ import { Ajv, type ValidateFunction } from 'ajv';
 import type { AudioService } from '../audio/service.ts';
 import { ApiError } from '../core/errors.ts';
 import type { ImageService } from '../images/service.ts';
-import type { Mesh3dService } from '../mesh3d/mesh3d-service.ts';
+import type { Mesh3dService } from '../mesh3d/service.ts';
 import type { ChatTool } from '../providers/spec.ts';
 import type { GenerationCaller } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';

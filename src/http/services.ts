@@ -15,7 +15,7 @@ import type { ImageService } from '../images/service.ts';
 import type { VideoService } from '../video/service.ts';
 import type { AudioService } from '../audio/service.ts';
 import type { DigitalHumanGenerations } from '../digital-human/service.ts';
-import type { Mesh3dService } from '../mesh3d/mesh3d-service.ts';
+import type { Mesh3dService } from '../mesh3d/service.ts';
 import type { CallbackDispatcher } from '../tasks/callback-dispatcher.ts';
 import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';

@@ -6,7 +6,7 @@ import type { ImageEditInput, ImageGenerationInput, LegacyGenerationInput } from
 import type { VideoGenerationInput } from '../video/schemas.ts';
 import type { SongInput, SpeechInput } from '../audio/schemas.ts';
 import type { DigitalHumanCreateInput, DigitalHumanGenerationInput } from '../digital-human/schemas.ts';
-import type { Mesh3dEditInputs, Mesh3dGenerationInputs } from '../mesh3d/mesh3d-schemas.ts';
+import type { Mesh3dEditInputs, Mesh3dGenerationInputs } from '../mesh3d/schemas.ts';
 
 /** The task input of each generation endpoint: what its service stores and its engine receives. */
 export type TaskInputs = {
