@@ -16,6 +16,8 @@ import { falAdapter } from './fal/adapter.ts';
 import { klingAdapter } from './kling/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
+import { createAnthropicChatModel } from './anthropic/adapter.ts';
+import { createGeminiChatModel } from './google/adapter.ts';
 import { createOpenAiEmbeddingModel } from './openai/embedding-model.ts';
 import { createOpenAiTranscriptionModel } from './openai/transcription-model.ts';
 import { createRerankModel } from './cohere/adapter.ts';
@@ -121,9 +123,16 @@ export interface ChatModelRegistry {
   chatModelFor(model: LiveModel): ChatModel;
 }
 
+/** Chat APIs of their own, by adapter name: Anthropic's Messages API and Gemini's generateContent. */
+const CHAT_ADAPTERS: Record<string, (ctx: AdapterContext) => ChatModel> = {
+  anthropic: createAnthropicChatModel,
+  google: createGeminiChatModel,
+};
+
 /**
- * Chat models of a provider configured with a base_url (or with the `openai` adapter, whose base
- * URL defaults to OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …);
+ * Chat models of a provider whose adapter has a chat API of its own (CHAT_ADAPTERS) speak it;
+ * other providers configured with a base_url (or with the `openai` adapter, whose base URL
+ * defaults to OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …);
  * everything else (and `adapter: "local"`) answers from the local chat model.
  */
 export function createChatModelRegistry(settings: Settings, logger: Logger): ChatModelRegistry {
@@ -131,8 +140,9 @@ export function createChatModelRegistry(settings: Settings, logger: Logger): Cha
   const byProvider = new Map<string, ChatModel>();
   for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
     const adapter = providerSettings.adapter ?? provider;
-    if (adapter === 'local' || (!providerSettings.base_url && adapter !== 'openai')) continue;
-    byProvider.set(provider, createOpenAiChatModel(adapterContext(provider, providerSettings, logger)));
+    const factory = CHAT_ADAPTERS[adapter] ?? (providerSettings.base_url !== undefined || adapter === 'openai' ? createOpenAiChatModel : undefined);
+    if (adapter === 'local' || !factory) continue;
+    byProvider.set(provider, factory(adapterContext(provider, providerSettings, logger)));
   }
   return { chatModelFor: (model) => byProvider.get(model.providerCode) ?? local };
 }

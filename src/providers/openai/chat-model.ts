@@ -4,7 +4,7 @@ import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
 import { chatChunks } from './chat-stream.ts';
-import { ChatTransport } from './chat-transport.ts';
+import { answerJson, ChatTransport } from './chat-transport.ts';
 
 type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
 
@@ -49,21 +49,8 @@ export class OpenAiChatModel implements ChatModel {
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
     const res = await this.transport.post(chatBody(request, false), false, signal);
-    let text: string;
-    try {
-      text = await res.body.text();
-    } catch (err) {
-      signal.throwIfAborted();
-      const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
-      throw new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${provider} answer broke off: ${(err as Error).message}`);
-    }
-    let completion: ChatCompletion;
-    try {
-      completion = JSON.parse(text);
-    } catch {
-      throw new ApiError('upstream_error', `${provider} answered with something that is not JSON: ${text.slice(0, 200)}`);
-    }
-    if (!completion || !Array.isArray(completion.choices)) throw new ApiError('upstream_error', `${provider} answered with something that is not a chat completion: ${text.slice(0, 200)}`);
+    const completion = (await answerJson(res, provider, signal)) as ChatCompletion;
+    if (!completion || !Array.isArray(completion.choices)) throw new ApiError('upstream_error', `${provider} answered with something that is not a chat completion: ${JSON.stringify(completion).slice(0, 200)}`);
     return completion;
   }
 

@@ -1,14 +1,16 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { Pool, type Dispatcher } from 'undici';
-import { UpstreamApiError } from '../../core/errors.ts';
+import { ApiError, UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
 
 export interface ChatTransportOptions {
   /** Provider code, named in error messages. */
   provider: string;
-  /** e.g. https://api.openai.com/v1; `/chat/completions` is appended. */
+  /** e.g. https://api.openai.com/v1; the path of each call is appended. */
   baseURL: string;
   apiKey: string | undefined;
+  /** The authentication of an API that takes no bearer key (Anthropic's x-api-key); replaces `Authorization: Bearer <apiKey>`. */
+  authHeaders?: Record<string, string>;
   /** Bounds the wait for the answer's headers and every gap between streamed bytes. */
   timeoutMs: number;
   /** Connections kept to the upstream; calls beyond them wait for a free one. */
@@ -46,34 +48,37 @@ function describe(err: Error): string {
 }
 
 /**
- * HTTP to one OpenAI-compatible chat endpoint: a keep-alive connection pool (undici), bearer
- * authentication, timeouts, and retries of failures that happen before any answer came back
- * (refused or reset connections, 429, 5xx) with backoff that honours Retry-After.
+ * HTTP to one chat API (OpenAI-compatible by default; Anthropic's and Gemini's adapters post to
+ * their own paths): a keep-alive connection pool (undici), authentication, timeouts, and retries
+ * of failures that happen before any answer came back (refused or reset connections, 429, 5xx
+ * and Anthropic's 529) with backoff that honours Retry-After.
  */
 export class ChatTransport {
   readonly #pool: Pool;
-  readonly #path: string;
+  /** The base URL's path, which every call's path continues. */
+  readonly #basePath: string;
   readonly #headers: Record<string, string>;
 
   constructor(private readonly opts: ChatTransportOptions) {
-    const url = new URL(`${opts.baseURL.replace(/\/+$/, '')}/chat/completions`);
-    this.#pool = new Pool(url.origin, { connections: opts.concurrency, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
-    this.#path = url.pathname + url.search;
-    this.#headers = { 'content-type': 'application/json', ...(opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {}) };
+    const base = new URL(opts.baseURL);
+    this.#pool = new Pool(base.origin, { connections: opts.concurrency, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+    this.#basePath = base.pathname.replace(/\/+$/, '');
+    this.#headers = { 'content-type': 'application/json', ...(opts.authHeaders ?? (opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {})) };
   }
 
   /**
-   * POSTs a chat body; resolves with the upstream's 2xx answer, its body unread. Errors are
-   * ApiErrors, except the abort of `signal`, which is rethrown as it is.
+   * POSTs a chat body to `path` under the base URL (query included); resolves with the upstream's
+   * 2xx answer, its body unread. Errors are ApiErrors, except the abort of `signal`, which is
+   * rethrown as it is.
    */
-  async post(body: string, stream: boolean, signal: AbortSignal): Promise<Dispatcher.ResponseData> {
+  async post(body: string, stream: boolean, signal: AbortSignal, path = '/chat/completions'): Promise<Dispatcher.ResponseData> {
     const { provider, retry } = this.opts;
     const headers = { ...this.#headers, accept: stream ? 'text/event-stream' : 'application/json' };
     for (let attempt = 0; ; attempt++) {
       const retriesLeft = attempt < retry.attempts;
       let res: Dispatcher.ResponseData;
       try {
-        res = await this.#pool.request({ method: 'POST', path: this.#path, headers, body, signal });
+        res = await this.#pool.request({ method: 'POST', path: this.#basePath + path, headers, body, signal });
       } catch (err) {
         signal.throwIfAborted();
         const code = (err as { code?: string }).code ?? '';
@@ -111,5 +116,25 @@ export class ChatTransport {
       if (REFUSED_STATUS.has(res.statusCode)) throw new UpstreamApiError('invalid_request', what, res.statusCode, param);
       throw new UpstreamApiError('upstream_error', what, res.statusCode);
     }
+  }
+}
+
+/**
+ * The JSON of a whole (not streamed) answer. A broken-off or timed-out body and a body that is
+ * not JSON are the upstream's failure; the abort of `signal` is rethrown as it is.
+ */
+export async function answerJson(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<unknown> {
+  let text: string;
+  try {
+    text = await res.body.text();
+  } catch (err) {
+    signal.throwIfAborted();
+    const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+    throw new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${provider} answer broke off: ${(err as Error).message}`);
+  }
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new ApiError('upstream_error', `${provider} answered with something that is not JSON: ${text.slice(0, 200)}`);
   }
 }
