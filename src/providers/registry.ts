@@ -14,6 +14,7 @@ import { rodinAdapter } from './rodin/adapter.ts';
 import { hunyuanAdapter } from './hunyuan/adapter.ts';
 import { falAdapter } from './fal/adapter.ts';
 import { klingAdapter } from './kling/adapter.ts';
+import { bflAdapter } from './bfl/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { createAnthropicChatModel } from './anthropic/adapter.ts';
@@ -50,6 +51,7 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   hunyuan: hunyuanAdapter,
   fal: falAdapter,
   kling: klingAdapter,
+  bfl: bflAdapter,
 };
 
 /** Adapters that serve models of their own (workflows), so their provider needs no catalog entry. */
