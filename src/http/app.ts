@@ -15,6 +15,7 @@ import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminChannelRoutes } from './routes/admin-channels.ts';
 import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
+import { consoleRoutes } from './routes/console.ts';
 import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
 import { fileRoutes } from './routes/files.ts';
@@ -139,6 +140,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(healthRoutes(services));
   await app.register(adminRoutes(services));
   await app.register(adminCallbackRoutes(services));
+  await app.register(consoleRoutes(services));
   await app.register(adminChannelRoutes(services));
   await app.register(modelRoutes(services));
   await app.register(fileRoutes(services));

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { CallbackConfig, RuntimeConfig } from '../config/runtime-config.ts';
 import type { CallbacksRepo, DeliveryOutcome, RecordedAttempt } from '../storage/repos/callbacks-repo.ts';
@@ -120,6 +121,37 @@ export class CallbackDispatcher {
     const [deliveries, attempts] = await Promise.all([this.repo.deliveriesOf(taskId), this.repo.attemptsOf(taskId)]);
     if (deliveries.length === 0 && !(await this.repo.taskExists(taskId))) return undefined;
     return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.delivery_id === delivery.id) }));
+  }
+
+  /**
+   * Sends a delivery again now, whatever its retries left: a failed one gets one more try.
+   * 404 delivery_not_found; 409 delivery_not_retryable when it was delivered or is being sent.
+   */
+  async retryNow(deliveryId: string): Promise<DeliveryHistory> {
+    const existing = await this.repo.deliveryById(deliveryId);
+    if (!existing) throw new ApiError('delivery_not_found', `no callback delivery ${deliveryId}`, 'deliveryId');
+    const due = await this.repo.makeDueNow(deliveryId, Date.now());
+    if (!due) throw new ApiError('delivery_not_retryable', `callback delivery ${deliveryId} was delivered or is being sent`, 'deliveryId');
+    this.wake();
+    const attempts = (await this.repo.attemptsOf(due.task_id)).filter((a) => a.delivery_id === deliveryId);
+    return { delivery: due, attempts };
+  }
+
+  /**
+   * POSTs a sample task status record to the configured callback address, signed like every
+   * delivery, so an operator can check a receiver; nothing is stored. 400 callback_url_not_set.
+   */
+  async sendTest(): Promise<CallbackResponse & { url: string; id: string }> {
+    const config = await this.runtimeConfig.callback();
+    if (!config.callback_url) throw new ApiError('callback_url_not_set', 'set callback_url first (PUT /admin/config)', 'callback_url');
+    const id = newId('test');
+    const now = Date.now();
+    const body = JSON.stringify({
+      test: true,
+      queue_status: { task_id: id, status: 'success', progress: 100, message: 'a test delivery from the console', created_at: new Date(now).toISOString() },
+    });
+    const response = await this.sender.send({ url: config.callback_url, id, body, secret: config.callback_secret, timeoutMs: config.callback_timeout_ms, timestamp: Math.floor(now / 1000) });
+    return { ...response, url: config.callback_url, id };
   }
 
   private wakeAfterEvent(): void {

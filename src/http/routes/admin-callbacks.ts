@@ -43,7 +43,10 @@ function deliveryView({ delivery, attempts }: DeliveryHistory) {
   };
 }
 
-/** GET /admin/callbacks: what happened to a task's callbacks, so an operator can see why a receiver missed one. */
+/**
+ * GET /admin/callbacks: what happened to a task's callbacks, so an operator can see why a receiver
+ * missed one; a retry of a delivery now, and a test delivery to check the receiver.
+ */
 export const adminCallbackRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/admin/callbacks', {
     schema: {
@@ -58,5 +61,39 @@ export const adminCallbackRoutes = (services: AppServices): FastifyPluginAsyncTy
     const history = await services.callbacks.history(taskId);
     if (!history) throw new ApiError('task_not_found', `no task ${taskId}`, 'task_id');
     return { task_id: taskId, data: history.map(deliveryView) };
+  });
+
+  app.post('/admin/callbacks/:deliveryId/retry', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Send a callback delivery again now, even one whose retries are used up',
+      description: '202 with the delivery, due now; 404 delivery_not_found; 409 delivery_not_retryable when it was delivered or is being sent.',
+      security: [{ bearer: [] }],
+      params: Type.Object({ deliveryId: Type.String({ minLength: 1, maxLength: 200 }) }),
+      response: { 202: Delivery },
+    },
+  }, async (request, reply) => reply.code(202).send(deliveryView(await services.callbacks.retryNow(request.params.deliveryId))));
+
+  app.post('/admin/config/test-delivery', {
+    schema: {
+      tags: ['admin'],
+      summary: 'POST a sample task status record (with "test": true) to the callback address, signed as deliveries are; nothing is stored',
+      description: '400 callback_url_not_set without a callback address.',
+      security: [{ bearer: [] }],
+      response: {
+        200: Type.Object({
+          url: Type.String(),
+          webhook_id: Type.String(),
+          delivered: Type.Boolean({ description: 'the receiver answered 200' }),
+          http_status: Type.Union([Type.Integer(), Type.Null()]),
+          error: Type.Union([Type.String(), Type.Null()]),
+          duration_ms: Type.Integer(),
+        }),
+      },
+    },
+  }, async () => {
+    const sent = await services.callbacks.sendTest();
+    const httpStatus = 'status' in sent ? sent.status : null;
+    return { url: sent.url, webhook_id: sent.id, delivered: httpStatus === 200, http_status: httpStatus, error: 'error' in sent ? sent.error : null, duration_ms: sent.durationMs };
   });
 };

@@ -102,6 +102,25 @@ export class CallbacksRepo {
     });
   }
 
+  async deliveryById(id: string): Promise<CallbackDeliveryRow | undefined> {
+    return this.db.kysely.selectFrom('callback_deliveries').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /**
+   * Makes a delivery that is not delivered due now, unless a sender holds it. Answers the
+   * delivery as it now is, or undefined when it was delivered or is being sent.
+   */
+  async makeDueNow(id: string, now: number): Promise<CallbackDeliveryRow | undefined> {
+    return this.db.kysely
+      .updateTable('callback_deliveries')
+      .set({ state: 'pending', next_attempt_at: now, updated_at: now })
+      .where('id', '=', id)
+      .where('state', '!=', 'delivered')
+      .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', now)]))
+      .returningAll()
+      .executeTakeFirst();
+  }
+
   /** A task's deliveries in status order. */
   async deliveriesOf(taskId: string): Promise<CallbackDeliveryRow[]> {
     return this.db.kysely.selectFrom('callback_deliveries').selectAll().where('task_id', '=', taskId).orderBy('seq').execute();
