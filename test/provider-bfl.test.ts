@@ -1,6 +1,6 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import sharp from 'sharp';
+import sharp, { type Metadata } from 'sharp';
 import { BFL_KEY, BflUpstream, drawnSize } from './fakes/bfl-upstream.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
@@ -25,7 +25,7 @@ async function pngDataUri(colour: string): Promise<string> {
   return `data:image/png;base64,${(await sharp({ create: { width: 40, height: 40, channels: 3, background: colour } }).png().toBuffer()).toString('base64')}`;
 }
 
-async function imageOf(url: string): Promise<sharp.Metadata & { contentType: string | null }> {
+async function imageOf(url: string): Promise<Metadata & { contentType: string | null }> {
   const res = await fetch(url);
   return { ...(await sharp(Buffer.from(await res.arrayBuffer())).metadata()), contentType: res.headers.get('content-type') };
 }
