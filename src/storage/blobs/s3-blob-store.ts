@@ -31,21 +31,23 @@ const PART_BYTES = 8 * 1024 * 1024;
 /** Streams served through the gateway hold a connection each while they last. */
 const MAX_SOCKETS = 256;
 
-/** The source cut into PART_BYTES buffers (the last one shorter); nothing for an empty source. */
+/** The source cut into PART_BYTES buffers (the last one shorter), each filled in place; nothing for an empty source. */
 async function* partsOf(source: AsyncIterable<Buffer> | Iterable<Buffer>): AsyncGenerator<Buffer> {
-  let pending: Buffer[] = [];
-  let length = 0;
+  let part = Buffer.allocUnsafe(PART_BYTES);
+  let filled = 0;
   for await (const chunk of source) {
-    pending.push(chunk);
-    length += chunk.length;
-    while (length >= PART_BYTES) {
-      const joined = Buffer.concat(pending);
-      yield joined.subarray(0, PART_BYTES);
-      pending = [joined.subarray(PART_BYTES)];
-      length -= PART_BYTES;
+    for (let offset = 0; offset < chunk.length;) {
+      const copied = chunk.copy(part, filled, offset);
+      filled += copied;
+      offset += copied;
+      if (filled === PART_BYTES) {
+        yield part;
+        part = Buffer.allocUnsafe(PART_BYTES);
+        filled = 0;
+      }
     }
   }
-  if (length > 0) yield Buffer.concat(pending);
+  if (filled > 0) yield part.subarray(0, filled);
 }
 
 function isNotFound(err: unknown): boolean {
