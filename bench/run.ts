@@ -20,6 +20,8 @@ const QUICK_SIZES: Record<string, string> = {
   BENCH_REALTIME_SESSIONS: '1000',
   BENCH_REALTIME_USERS: '20',
   BENCH_REALTIME_TASKS: '50',
+  BENCH_LEDGER_ROWS: '100000',
+  BENCH_TASKS: '10000',
 };
 
 /** A script's leading comment, the description of what it measures. */
