@@ -156,7 +156,12 @@ describe('generation tasks on the local engine', () => {
     assert.equal(record.queue_status.output_content.length, 1);
     assert.equal(typeof record.queue_status.server, 'string');
     assert.deepEqual(record.user, { _id: 'painter' });
-    assert.deepEqual(record.generate_info, { input: { prompt: IMAGE.prompt, size: IMAGE.size, seed: 7 }, workflow: { _id: 'seedream-4.0' } });
+    assert.deepEqual(record.generate_info, {
+      input: { prompt: IMAGE.prompt, size: IMAGE.size, seed: 7 },
+      workflow: { _id: 'seedream-4.0' },
+      // Without a providers config the built-in engine serves the model: its one channel is `local`.
+      routing: { model: 'seedream-4.0', provider: 'volcengine', channel: 'local', attempts: [], warnings: [] },
+    });
     assert.equal(record.billings.length, 1, 'a finished task carries its billing entry');
     assert.deepEqual(record.billings, record.queue_status.data.billings);
 
