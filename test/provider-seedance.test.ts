@@ -143,16 +143,6 @@ describe('seedance (volcengine ark) adapter', () => {
     assert.equal(fake.creates.length, 0);
   });
 
-  it('Seedream images are refused at submit on this adapter, saying so', async () => {
-    const { user } = gateway;
-    const res = await user.post('/v1/images/generations', { model: 'seedream-4.0', prompt: 'a lighthouse' });
-    const err: Json = await res.json();
-    assert.equal(res.status, 400, JSON.stringify(err));
-    assert.equal(err.error.code, 'model_capability_mismatch');
-    assert.equal(err.error.task_id, undefined, 'no task was made');
-    assert.match(err.error.message, /adapter does not serve images\.generations \(it serves video\.generations\)/);
-  });
-
   it('a failed task fails with the upstream error code and message', async () => {
     const { fake, user } = gateway;
     fake.statuses = ['queued', 'running', 'failed'];

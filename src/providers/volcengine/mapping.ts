@@ -1,3 +1,5 @@
+import type { LiveModel } from '../../catalog/catalog.ts';
+import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import { fieldsSet, mapFields } from '../field-mapping.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
 import type { MediaSize, Usage } from '../spec.ts';
@@ -189,4 +191,106 @@ export function videoOutput(data: Buffer, size: { width: number; height: number 
     ...(done.usage ? { usage: done.usage } : {}),
     extra: { upstream_task_id: upstreamTaskId, ...(done.seed !== undefined ? { seed: done.seed } : {}) },
   };
+}
+
+// ---- Seedream images: POST /images/generations ----
+
+type SeedreamInput = TaskInputs['images.generations'] | TaskInputs['images.edits'];
+
+/** Long side of each resolution tier; Seedream takes the tier itself, or WxH. */
+const TIER_SIDE: Record<string, number> = { '1K': 1024, '2K': 2048, '4K': 4096 };
+/** Ark's pixel sizes are multiples of this. */
+const SIZE_STEP = 16;
+/** Reference images plus images made: at most this many in one request. */
+export const SEEDREAM_MAX_IMAGES = 15;
+/** Reference images one request takes. */
+export const SEEDREAM_MAX_INPUT_IMAGES = 14;
+
+/** Request fields the Seedream mapping reads; others set in a request are the task's warnings. */
+export const SEEDREAM_FIELDS = ['prompt', 'image', 'n', 'size', 'aspect_ratio', 'resolution', 'seed', 'watermark'];
+
+/** The `size` to send: the request's WxH, its resolution tier, or the tier's area at its aspect ratio. */
+function seedreamSize(input: SeedreamInput): string | undefined {
+  if (input.size && input.size !== 'auto') return input.size;
+  if (!input.aspect_ratio) return input.resolution;
+  const [w, h] = input.aspect_ratio.split(':').map(Number) as [number, number];
+  const side = TIER_SIDE[input.resolution ?? '2K'] ?? TIER_SIDE['2K']!;
+  const width = Math.round((side * Math.sqrt(w / h)) / SIZE_STEP) * SIZE_STEP;
+  const height = Math.round((side * Math.sqrt(h / w)) / SIZE_STEP) * SIZE_STEP;
+  return `${width}x${height}`;
+}
+
+/** Refuses what the model cannot draw before anything is sent: a tier it lacks, a size outside its pixel range, too many images. */
+export function checkSeedreamRequest(input: SeedreamInput, imageCount: number, model: LiveModel): void {
+  const capability = (model.capabilities as Record<string, ImageCapabilityFields | undefined>)[imageCount > 0 ? 'image_edit' : 'image_generate'];
+  const tiers = capability?.output_resolutions ?? Object.keys(TIER_SIDE);
+  if (input.resolution !== undefined && !input.size && !tiers.includes(input.resolution)) throw new TaskRejectedError(`${model.alias} renders ${tiers.join(', ')}, not ${input.resolution}`);
+  const size = seedreamSize(input);
+  const sides = size ? /^(\d+)x(\d+)$/.exec(size) : null;
+  const range = capability?.output_size_range;
+  if (sides && range) {
+    const pixels = Number(sides[1]) * Number(sides[2]);
+    if (pixels < range[0] || pixels > range[1]) throw new TaskRejectedError(`${model.alias} draws ${range[0]} to ${range[1]} pixels, not ${size} (${pixels})`);
+  }
+  if (imageCount > SEEDREAM_MAX_INPUT_IMAGES) throw new TaskRejectedError(`Seedream takes at most ${SEEDREAM_MAX_INPUT_IMAGES} reference images`);
+  if (imageCount + (input.n ?? 1) > SEEDREAM_MAX_IMAGES) throw new TaskRejectedError(`Seedream makes at most ${SEEDREAM_MAX_IMAGES} images counting the reference images (${imageCount} given, n ${input.n ?? 1})`);
+}
+
+/**
+ * The POST /images/generations body: `images` are the reference images (URLs or data URIs), one
+ * as a string, several as a list; n above 1 asks for a group of up to n related images.
+ */
+export function seedreamBody(input: SeedreamInput, model: string, images: string[]): Record<string, unknown> {
+  const size = seedreamSize(input);
+  const n = input.n ?? 1;
+  return {
+    model,
+    prompt: input.prompt,
+    ...(images.length === 1 ? { image: images[0] } : images.length > 1 ? { image: images } : {}),
+    ...(size ? { size } : {}),
+    ...(input.seed !== undefined ? { seed: input.seed } : {}),
+    sequential_image_generation: n > 1 ? 'auto' : 'disabled',
+    ...(n > 1 ? { sequential_image_generation_options: { max_images: n } } : {}),
+    response_format: 'url',
+    ...(typeof input.watermark === 'boolean' ? { watermark: input.watermark } : {}),
+  };
+}
+
+export interface SeedreamReply {
+  /** Image URLs, in order. */
+  urls: string[];
+  /** Images of the group the upstream could not make: their index and Ark's error. */
+  failed: { index: number; code: string; message: string }[];
+  usage?: Usage;
+}
+
+/** An images reply: its images and the group's failed items; a reply with an error and no image fails the task. */
+export function seedreamReply(reply: unknown): SeedreamReply {
+  const r = (reply ?? {}) as { data?: unknown; error?: { code?: unknown; message?: unknown }; usage?: { output_tokens?: unknown; total_tokens?: unknown } };
+  const items = Array.isArray(r.data) ? (r.data as { url?: unknown; error?: { code?: unknown; message?: unknown } }[]) : [];
+  const urls: string[] = [];
+  const failed: SeedreamReply['failed'] = [];
+  items.forEach((item, index) => {
+    if (typeof item.url === 'string' && item.url !== '') urls.push(item.url);
+    else failed.push({ index, code: String(item.error?.code ?? 'unknown'), message: String(item.error?.message ?? 'no image and no error') });
+  });
+  if (urls.length === 0) {
+    const error = r.error ?? (failed[0] ? { code: failed[0].code, message: failed[0].message } : undefined);
+    throw new TaskFailedError(`seedream made no image (${String(error?.code ?? 'no data')})`, error ? String(error.message) : JSON.stringify(reply).slice(0, 2000));
+  }
+  const output = r.usage?.output_tokens;
+  const total = r.usage?.total_tokens;
+  const usage = typeof output === 'number' && typeof total === 'number' ? { input_tokens: Math.max(0, total - output), output_tokens: output, total_tokens: total } : undefined;
+  return { urls, failed, ...(usage ? { usage } : {}) };
+}
+
+/** Ark's own words in an error reply (`{error: {code, message}}`): `code: message`, else the text. */
+export function arkErrorText(text: string): string {
+  try {
+    const error = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
+    if (error && typeof error.message === 'string') return `${String(error.code)}: ${error.message}`;
+  } catch {
+    // Not Ark's error shape: the text as it came.
+  }
+  return text;
 }
