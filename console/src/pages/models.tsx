@@ -3,7 +3,7 @@ import { useGet } from '../hooks.ts';
 
 export function Models({ isAdmin }: { isAdmin: boolean }) {
   const channels = useGet<{ data: any[] }>(isAdmin ? '/admin/channels' : null);
-  const models = useGet<{ data: any[] }>('/v1/models/list');
+  const models = useGet<{ modelList: { name: string; description?: string; provider: string; types: string[]; enabled?: boolean; billing_mode?: unknown }[] }>('/v1/models/list');
   const toggle = async (c: any) => {
     const action = c.state === 'disabled' ? 'enable' : 'disable';
     const reason = action === 'disable' ? prompt('Why is this channel disabled?', 'disabled from the console') : null;
@@ -36,12 +36,12 @@ export function Models({ isAdmin }: { isAdmin: boolean }) {
       )}
       <h3>Models</h3>
       {models.error && <p className="error">{models.error}</p>}
-      <table>
-        <thead><tr><th>Model</th><th>Type</th><th>Provider</th><th>Price</th></tr></thead>
+      <table data-testid="models">
+        <thead><tr><th>Model</th><th>Provider</th><th>Types</th><th>Enabled</th><th>Price</th></tr></thead>
         <tbody>
-          {models.data?.data.map((m) => (
-            <tr key={m.id ?? m.name}>
-              <td>{m.id ?? m.name}</td><td>{m.type ?? m.output_type ?? ''}</td><td>{m.provider ?? m.owned_by ?? ''}</td>
+          {models.data?.modelList.map((m) => (
+            <tr key={m.name}>
+              <td title={m.description}>{m.name}</td><td>{m.provider}</td><td className="small">{m.types.join(', ')}</td><td>{m.enabled === false ? 'no' : 'yes'}</td>
               <td className="small">{m.billing_mode ? JSON.stringify(m.billing_mode) : '—'}</td>
             </tr>
           ))}

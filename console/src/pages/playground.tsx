@@ -8,15 +8,15 @@ interface Kind { label: string; path: string; type: string; defaultModel: string
 
 /** The task kinds the playground submits, each with the smallest body its route takes. */
 const KINDS: Record<string, Kind> = {
-  image: { label: 'Image', path: '/v1/images/generations', type: 'text_to_image', defaultModel: 'seedream-4.0', body: (model, prompt) => ({ model, prompt, size: '512x512' }) },
-  video: { label: 'Video', path: '/v1/video/generations', type: 'text_to_video', defaultModel: '', body: (model, prompt) => ({ model, content: [{ type: 'text', text: prompt }] }) },
+  image: { label: 'Image', path: '/v1/images/generations', type: 'image_generate', defaultModel: 'seedream-4.0', body: (model, prompt) => ({ model, prompt, size: '512x512' }) },
+  video: { label: 'Video', path: '/v1/video/generations', type: 'video_generate', defaultModel: '', body: (model, prompt) => ({ model, content: [{ type: 'text', text: prompt }] }) },
   speech: { label: 'Speech', path: '/v1/speech/generations', type: 'text_to_speech', defaultModel: '', body: (model, prompt) => ({ model, text: prompt, voice_id: 'default' }) },
-  mesh: { label: '3D', path: '/v1/mesh3d/generate/text', type: 'text_to_3d', defaultModel: 'tripo-v3.1', body: (model, prompt) => ({ model, prompt }) },
+  mesh: { label: '3D', path: '/v1/mesh3d/generate/text', type: 'text_to_model', defaultModel: 'tripo-v3.1', body: (model, prompt) => ({ model, prompt }) },
 };
 
 function modelIds(list: any, type: string): string[] {
-  const items: any[] = list?.data ?? [];
-  return items.filter((m) => !type || JSON.stringify(m).includes(type)).map((m) => String(m.id ?? m.name ?? m.model)).filter(Boolean);
+  const items: { name: string; types: string[] }[] = list?.modelList ?? [];
+  return items.filter((m) => m.types.includes(type)).map((m) => m.name);
 }
 
 /** A submitted task followed live until it ends. */
@@ -134,7 +134,7 @@ export function Playground() {
       <div className="tabs">
         {['chat', ...Object.keys(KINDS)].map((t) => <button key={t} className={t === tab ? 'active' : ''} onClick={() => setTab(t)}>{t === 'chat' ? 'Chat' : KINDS[t].label}</button>)}
       </div>
-      {tab === 'chat' ? <Chat models={modelIds(list.data, 'chat')} /> : <TaskForm key={tab} kind={KINDS[tab]} models={modelIds(list.data, KINDS[tab].type)} />}
+      {tab === 'chat' ? <Chat models={modelIds(list.data, 'text_generate')} /> : <TaskForm key={tab} kind={KINDS[tab]} models={modelIds(list.data, KINDS[tab].type)} />}
     </section>
   );
 }
