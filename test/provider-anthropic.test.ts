@@ -137,7 +137,7 @@ describe('chat on Anthropic (Messages API)', () => {
   });
 
   it('maps the tools and tool_choice, and answers tool_use as tool_calls, whole and streamed', async () => {
-    fake.script({ kind: 'tool_use', name: 'get_weather', input: { city: 'Paris' }, text: 'Let me check.' });
+    fake.script({ kind: 'tool_use', name: 'get_weather', input: { city: 'Paris' }, text: 'Let me check.', thinking: 'Paris needs the weather tool.' });
     const res = await chat({ model: 'claude-opus-5-5', stream: false, messages: [{ role: 'user', content: 'Weather in Paris?' }], tools: [WEATHER_TOOL], tool_choice: 'required', parallel_tool_calls: false });
     const body: Json = await res.json();
     assert.equal(res.status, 200, JSON.stringify(body));
@@ -150,6 +150,12 @@ describe('chat on Anthropic (Messages API)', () => {
     assert.equal(message.tool_calls.length, 1);
     assert.match(message.tool_calls[0].id, /^toolu_fake/);
     assert.deepEqual({ ...message.tool_calls[0], id: undefined }, { id: undefined, type: 'function', function: { name: 'get_weather', arguments: '{"city":"Paris"}' } });
+    assert.deepEqual(message.thinking_blocks, [{ type: 'thinking', thinking: 'Paris needs the weather tool.', signature: message.thinking_blocks[0].signature }]);
+
+    // The thinking block goes back unchanged before the tool_use it came with (the fake refuses the turn otherwise).
+    const next = await chat({ model: 'claude-opus-5-5', stream: false, tools: [WEATHER_TOOL], messages: [{ role: 'user', content: 'Weather in Paris?' }, message, { role: 'tool', tool_call_id: message.tool_calls[0].id, content: 'sunny' }] });
+    assert.equal(next.status, 200, await next.clone().text());
+    assert.deepEqual((fake.bodies().at(-1)!.messages as Json[])[1].content[0], message.thinking_blocks[0]);
 
     fake.script({ kind: 'tool_use', name: 'get_weather', input: { city: 'Lyon', days: 3 } });
     const streamed = await chatStream(await chat({ model: 'claude-opus-5-5', messages: [{ role: 'user', content: 'And Lyon?' }], tools: [WEATHER_TOOL], tool_choice: { type: 'function', function: { name: 'get_weather' } } }));
@@ -217,8 +223,8 @@ describe('chat on Anthropic (Messages API)', () => {
     assert.equal(fake.requests.length, before, 'nothing was sent');
   });
 
-  it('runs the agent\'s tool loop on Claude: tool_use runs the tool, its result goes back as tool_result, the answer streams as agent events', async () => {
-    fake.script({ kind: 'tool_use', name: 'generate_image', input: { prompt: 'a red fox', size: '64x64' } });
+  it('runs the agent\'s tool loop on Claude: tool_use runs the tool, its result and thinking block go back, the answer streams as agent events', async () => {
+    fake.script({ kind: 'tool_use', name: 'generate_image', input: { prompt: 'a red fox', size: '64x64' }, thinking: 'The user wants a picture.' });
     const res = await srv.fetch('/v1/responses', { method: 'POST', token, json: { model: 'claude-sonnet-5-5', input: 'Draw a red fox' } });
     const events = await agentEvents(res);
     const items = runItems(events);
@@ -234,7 +240,11 @@ describe('chat on Anthropic (Messages API)', () => {
     assert.ok((first.tools as Json[]).some((t) => t.name === 'generate_image' && t.input_schema.type === 'object'), 'the agent\'s tools as Anthropic tools');
     assert.deepEqual(first.tool_choice, { type: 'auto' });
     const turns = second.messages as Json[];
-    assert.deepEqual(turns.at(-2), { role: 'assistant', content: [{ type: 'tool_use', id: call.rawItem.callId, name: 'generate_image', input: { prompt: 'a red fox', size: '64x64' } }] });
+    assert.deepEqual(turns.at(-2), { role: 'assistant', content: [
+      { type: 'thinking', thinking: 'The user wants a picture.', signature: (turns.at(-2).content[0] as Json).signature },
+      { type: 'tool_use', id: call.rawItem.callId, name: 'generate_image', input: { prompt: 'a red fox', size: '64x64' } },
+    ] }, 'the streamed thinking block goes back, whole, before the tool call');
+    assert.match(turns.at(-2).content[0].signature, /^sig_fake/);
     assert.deepEqual(turns.at(-1), { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.rawItem.callId, content: output.rawItem.output }] });
     assert.ok(message.rawItem.content[0].text.includes(result.output[0]), 'Claude read the tool output');
     const deltas = events.filter((e) => e.type === 'raw_model_stream_event').map((e) => e.data.delta).join('');

@@ -204,6 +204,11 @@ export interface ChatMessage {
   tool_calls?: ChatToolCall[];
   /** The call a `tool` message answers. */
   tool_call_id?: string;
+  /**
+   * An assistant turn's thinking blocks, as Anthropic sent them: Anthropic wants them back,
+   * unchanged, with the turn's tool calls. Other upstreams never get them.
+   */
+  thinking_blocks?: unknown[];
 }
 
 export interface ChatTool {

@@ -6,8 +6,11 @@ import { RecordingUpstream, sendJson, type RecordedRequest, type Reply } from '.
 export type AnthropicBehaviour =
   /** This text instead of the echo. */
   | { kind: 'text'; text: string; stopReason?: string; cache?: { read: number; write: number } }
-  /** A tool call (after `text` when given), stop_reason tool_use. */
-  | { kind: 'tool_use'; name: string; input: Record<string, unknown>; text?: string }
+  /**
+   * A tool call (after `text` when given), stop_reason tool_use. With `thinking`, a signed thinking
+   * block comes first, and a later request must send it back unchanged before that tool_use.
+   */
+  | { kind: 'tool_use'; name: string; input: Record<string, unknown>; text?: string; thinking?: string }
   /** Streams `afterDeltas` text deltas, then an `error` event (e.g. overloaded_error), then ends. */
   | { kind: 'stream_error'; afterDeltas: number; type: string; message: string }
   /** Streams the answer but ends without message_stop. */
@@ -41,6 +44,8 @@ function textOf(content: string | Block[] | undefined): string {
 export class AnthropicUpstream extends RecordingUpstream {
   private readonly queue: AnthropicBehaviour[] = [];
   private served = 0;
+  /** The thinking block given with each tool_use id, which must come back with it. */
+  private readonly thinkingOf = new Map<string, { type: 'thinking'; thinking: string; signature: string }>();
 
   constructor(private readonly apiKey: string) {
     super();
@@ -84,6 +89,10 @@ export class AnthropicUpstream extends RecordingUpstream {
       if (role !== 'user' && role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
       if (Array.isArray(content) && content.some((b) => b.type === 'text' && !b.text)) return `messages.${i}: text content blocks must be non-empty`;
       const uses = Array.isArray(content) ? content.filter((b) => b.type === 'tool_use') : [];
+      const thinking = uses.map((u) => this.thinkingOf.get(u.id!)).find(Boolean);
+      if (thinking && JSON.stringify((content as Block[])[0]) !== JSON.stringify(thinking)) {
+        return `messages.${i}.content.0.type: Expected \`thinking\` or \`redacted_thinking\`, but found \`${(content as Block[])[0]?.type}\`. When \`thinking\` is enabled, a final \`assistant\` message must start with a thinking block`;
+      }
       if (role === 'assistant' && uses.length > 0) {
         const next = messages[i + 1];
         const answered = new Set(Array.isArray(next?.content) ? next.content.filter((b) => b.type === 'tool_result').map((b) => b.tool_use_id) : []);
@@ -100,12 +109,14 @@ export class AnthropicUpstream extends RecordingUpstream {
     const lastUser = [...body.messages!].reverse().find((m) => m.role === 'user');
     const text = behaviour?.kind === 'text' ? behaviour.text : behaviour?.kind === 'tool_use' ? behaviour.text ?? '' : `Echo: ${textOf(lastUser?.content)}`;
     const tool = behaviour?.kind === 'tool_use' ? { type: 'tool_use', id: `toolu_fake${this.served}`, name: behaviour.name, input: behaviour.input } : undefined;
+    const thinking = behaviour?.kind === 'tool_use' && behaviour.thinking ? { type: 'thinking' as const, thinking: behaviour.thinking, signature: `sig_fake${this.served}` } : undefined;
+    if (tool && thinking) this.thinkingOf.set(tool.id, thinking);
     const stopReason = tool ? 'tool_use' : behaviour?.kind === 'text' && behaviour.stopReason ? behaviour.stopReason : 'end_turn';
     const cache = behaviour?.kind === 'text' ? behaviour.cache : undefined;
     const inputTokens = body.messages!.reduce((sum, m) => sum + words(textOf(m.content)), 0);
     const outputTokens = Math.max(1, words(text) + (tool ? words(JSON.stringify(tool.input)) : 0));
     const usage = { input_tokens: inputTokens, cache_creation_input_tokens: cache?.write ?? 0, cache_read_input_tokens: cache?.read ?? 0, output_tokens: outputTokens };
-    const content = [...(text ? [{ type: 'text', text }] : []), ...(tool ? [tool] : [])];
+    const content = [...(thinking ? [thinking] : []), ...(text ? [{ type: 'text', text }] : []), ...(tool ? [tool] : [])];
 
     if (body.stream !== true) {
       sendJson(res, 200, { id, type: 'message', role: 'assistant', model, content, stop_reason: stopReason, stop_sequence: null, usage }, { 'request-id': `req_fake${this.served}` });
@@ -119,6 +130,13 @@ export class AnthropicUpstream extends RecordingUpstream {
     };
     await send({ type: 'message_start', message: { id, type: 'message', role: 'assistant', content: [], model, stop_reason: null, stop_sequence: null, usage: { ...usage, output_tokens: 1 } } });
     let index = 0;
+    if (thinking) {
+      await send({ type: 'content_block_start', index, content_block: { type: 'thinking', thinking: '', signature: '' } });
+      for (const piece of thinking.thinking.match(WORD) ?? []) await send({ type: 'content_block_delta', index, delta: { type: 'thinking_delta', thinking: piece } });
+      await send({ type: 'content_block_delta', index, delta: { type: 'signature_delta', signature: thinking.signature } });
+      await send({ type: 'content_block_stop', index });
+      index++;
+    }
     if (text) {
       await send({ type: 'content_block_start', index, content_block: { type: 'text', text: '' } });
       await send({ type: 'ping' });

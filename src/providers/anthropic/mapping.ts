@@ -25,7 +25,11 @@ type ImageBlock = { type: 'image'; source: { type: 'base64'; media_type: string;
 type DocumentBlock = { type: 'document'; source: { type: 'url'; url: string } };
 type ToolUseBlock = { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 type ToolResultBlock = { type: 'tool_result'; tool_use_id: string; content: string | (TextBlock | ImageBlock | DocumentBlock)[] };
-type InputBlock = TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock;
+/** A thinking block as Anthropic sent it; it goes back unchanged (its signature is checked) with its turn's tool calls. */
+type ThinkingBlock = { type: 'thinking'; thinking: string; signature: string } | { type: 'redacted_thinking'; data: string };
+type InputBlock = TextBlock | ImageBlock | DocumentBlock | ToolUseBlock | ToolResultBlock | ThinkingBlock;
+
+
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -82,7 +86,7 @@ function turnsOf(messages: ChatMessage[]): AnthropicMessage[] {
     if (message.role === 'user') turns.push({ role: 'user', content: typeof message.content === 'string' ? message.content : blocksOf(message.content) });
     if (message.role === 'assistant') {
       const uses: ToolUseBlock[] = (message.tool_calls ?? []).map((call, j) => ({ type: 'tool_use', id: call.id, name: call.function.name, input: toolArguments(call, `messages[${i}].tool_calls[${j}].function.arguments`) }));
-      const content = [...blocksOf(message.content), ...uses];
+      const content = [...((message.thinking_blocks ?? []) as ThinkingBlock[]), ...blocksOf(message.content), ...uses];
       if (content.length > 0) turns.push({ role: 'assistant', content });
     }
   });
@@ -162,7 +166,7 @@ export function finishReasonOf(stopReason: string | null | undefined): ChatFinis
   }
 }
 
-type OutputBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | { type: string };
+type OutputBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | ThinkingBlock | { type: string };
 
 interface AnthropicReply {
   id: string;
@@ -181,28 +185,32 @@ export function completionOf(reply: unknown, provider: string): ChatCompletion {
   }
   const texts: string[] = [];
   const calls: ChatToolCall[] = [];
+  const thinking: ThinkingBlock[] = [];
   for (const block of message.content) {
     if (block.type === 'text') texts.push((block as { text: string }).text);
+    if (block.type === 'thinking' || block.type === 'redacted_thinking') thinking.push(block as ThinkingBlock);
     if (block.type === 'tool_use') {
       const use = block as { id: string; name: string; input: unknown };
       calls.push({ id: use.id, type: 'function', function: { name: use.name, arguments: JSON.stringify(use.input ?? {}) } });
     }
   }
+  const choice = choiceOf(texts.length > 0 ? texts.join('') : null, calls, finishReasonOf(message.stop_reason));
   return {
     id: String(message.id),
     object: 'chat.completion',
     created: nowSeconds(),
     model: String(message.model),
-    choices: [choiceOf(texts.length > 0 ? texts.join('') : null, calls, finishReasonOf(message.stop_reason))],
+    choices: [thinking.length > 0 ? { ...choice, message: { ...choice.message, thinking_blocks: thinking } } : choice],
     usage: usageOf(message.usage ?? {}),
   };
 }
 
 type StreamEvent =
   | { type: 'message_start'; message: { id: string; model: string; usage?: AnthropicUsage } }
-  | { type: 'content_block_start'; index: number; content_block: { type: string; id?: string; name?: string; text?: string } }
-  | { type: 'content_block_delta'; index: number; delta: { type: string; text?: string; partial_json?: string } }
-  | { type: 'content_block_stop' | 'ping' | 'message_stop'; index?: number }
+  | { type: 'content_block_start'; index: number; content_block: { type: string; id?: string; name?: string; text?: string; thinking?: string; signature?: string; data?: string } }
+  | { type: 'content_block_delta'; index: number; delta: { type: string; text?: string; partial_json?: string; thinking?: string; signature?: string } }
+  | { type: 'content_block_stop'; index: number }
+  | { type: 'ping' | 'message_stop' }
   | { type: 'message_delta'; delta: { stop_reason?: string | null }; usage?: AnthropicUsage }
   | { type: 'error'; error?: { type?: string; message?: string } };
 
@@ -220,6 +228,8 @@ export class AnthropicStream implements StreamTranslator {
   private usage: AnthropicUsage = {};
   /** Content block index → tool call index, for the blocks that are tool calls. */
   private readonly toolIndex = new Map<number, number>();
+  /** Content block index → the thinking block being received, sent whole at its stop. */
+  private readonly thinking = new Map<number, ThinkingBlock>();
 
   constructor(private readonly provider: string) {}
 
@@ -242,6 +252,8 @@ export class AnthropicStream implements StreamTranslator {
           this.toolIndex.set(event.index, index);
           return [this.chunk({ tool_calls: [{ index, id: block.id, type: 'function', function: { name: block.name, arguments: '' } }] })];
         }
+        if (block.type === 'thinking') this.thinking.set(event.index, { type: 'thinking', thinking: block.thinking ?? '', signature: block.signature ?? '' });
+        if (block.type === 'redacted_thinking') this.thinking.set(event.index, { type: 'redacted_thinking', data: block.data ?? '' });
         return block.type === 'text' && block.text ? [this.chunk({ content: block.text })] : [];
       }
       case 'content_block_delta': {
@@ -249,8 +261,16 @@ export class AnthropicStream implements StreamTranslator {
         if (delta.type === 'text_delta' && delta.text) return [this.chunk({ content: delta.text })];
         const index = this.toolIndex.get(event.index);
         if (delta.type === 'input_json_delta' && delta.partial_json && index !== undefined) return [this.chunk({ tool_calls: [{ index, function: { arguments: delta.partial_json } }] })];
-        // Thinking, signatures and citations have no place in a chat chunk.
+        const thinking = this.thinking.get(event.index);
+        if (thinking?.type === 'thinking' && delta.type === 'thinking_delta') thinking.thinking += delta.thinking ?? '';
+        if (thinking?.type === 'thinking' && delta.type === 'signature_delta') thinking.signature += delta.signature ?? '';
+        // Citations have no place in a chat chunk.
         return [];
+      }
+      case 'content_block_stop': {
+        const thinking = this.thinking.get(event.index);
+        // Sent whole, so a tool loop can send it back (ChatMessage.thinking_blocks).
+        return thinking ? [this.chunk({ thinking_blocks: [thinking] })] : [];
       }
       case 'message_delta':
         // Its usage figures are running totals: they replace the earlier ones.

@@ -32,7 +32,8 @@ export function chatBody(request: ChatRequest, stream: boolean): string {
   const { stream_options: streamOptions, ...params } = withOutputTokenParameter(request.params, request.model);
   return JSON.stringify({
     model: request.model.defaultRealModelName,
-    messages: request.messages,
+    // Thinking blocks are Anthropic's (a conversation that moved here from a Claude model): OpenAI refuses unknown fields.
+    messages: request.messages.map(({ thinking_blocks: _thinking, ...message }) => message),
     ...params,
     stream,
     ...(stream ? { stream_options: { ...streamOptions, include_usage: true } } : {}),
