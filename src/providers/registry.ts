@@ -27,10 +27,14 @@ import { LocalTranscriptionModel } from './local/audio/local-transcription-model
 import { ApiError } from '../core/errors.ts';
 import { TaskRejectedError, type ChatModel, type EmbeddingModel, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
+import { channelSpecs } from '../routing/channel-config.ts';
 
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {
+  /** The engine of the model's provider (its first channel's): what it serves, whether it can cancel. */
   engineFor(model: LiveModel): GenerationEngine;
+  /** The engine of one channel of the model's provider (that channel's endpoint and key); default engineFor. */
+  engineOn?(model: LiveModel, channel: string): GenerationEngine;
   /** A model no catalog alias names but an engine serves (a workflow name). */
   findModel?(name: string): LiveModel | undefined;
 }
@@ -101,15 +105,22 @@ function noTaskAdapter(provider: string, adapter: string): GenerationEngine {
  */
 export function createEngineRegistry(settings: Settings, logger: Logger): EngineRegistry {
   const local = new LocalEngine({ minDurationMs: settings.localEngineMinDurationMs });
+  // Each channel gets an adapter of its own (its base URL, key and connection limit).
+  const byChannel = new Map<string, Map<string, GenerationEngine>>();
   const byProvider = new Map<string, GenerationEngine>();
-  for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
-    const adapter = providerSettings.adapter ?? provider;
+  for (const channel of channelSpecs(settings.config)) {
+    const adapter = channel.settings.adapter ?? channel.provider;
     if (adapter === 'local') continue;
     const factory = ADAPTERS[adapter];
-    byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : noTaskAdapter(provider, adapter));
+    const engine = factory ? factory(adapterContext(channel.provider, channel.settings, logger)) : noTaskAdapter(channel.provider, adapter);
+    if (!byProvider.has(channel.provider)) byProvider.set(channel.provider, engine);
+    const channels = byChannel.get(channel.provider) ?? new Map<string, GenerationEngine>();
+    byChannel.set(channel.provider, channels.set(channel.name, engine));
   }
+  const engineFor = (model: LiveModel) => byProvider.get(model.providerCode) ?? local;
   return {
-    engineFor: (model) => byProvider.get(model.providerCode) ?? local,
+    engineFor,
+    engineOn: (model, channel) => byChannel.get(model.providerCode)?.get(channel) ?? engineFor(model),
     findModel(name) {
       for (const engine of byProvider.values()) {
         const model = engine.findModel?.(name);
@@ -125,6 +136,11 @@ export interface ChatModelRegistry {
   chatModelFor(model: LiveModel): ChatModel;
 }
 
+/** The chat model behind each channel. */
+export interface ChannelChatModels {
+  chatModelOn(provider: string, channel: string): ChatModel;
+}
+
 /** Chat APIs of their own, by adapter name: Anthropic's Messages API and Gemini's generateContent. */
 const CHAT_ADAPTERS: Record<string, (ctx: AdapterContext) => ChatModel> = {
   anthropic: createAnthropicChatModel,
@@ -132,21 +148,22 @@ const CHAT_ADAPTERS: Record<string, (ctx: AdapterContext) => ChatModel> = {
 };
 
 /**
- * Chat models of a provider whose adapter has a chat API of its own (CHAT_ADAPTERS) speak it;
- * other providers configured with a base_url (or with the `openai` adapter, whose base URL
- * defaults to OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …);
- * everything else (and `adapter: "local"`) answers from the local chat model.
+ * Chat models of a channel whose adapter has a chat API of its own (CHAT_ADAPTERS) speak it;
+ * other channels with a base_url (or of the `openai` adapter, whose base URL defaults to
+ * OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …); everything
+ * else (and `adapter: "local"`) answers from the local chat model.
  */
-export function createChatModelRegistry(settings: Settings, logger: Logger): ChatModelRegistry {
+export function createChatModelRegistry(settings: Settings, logger: Logger): ChannelChatModels {
   const local = new LocalChatModel({ minDurationMs: settings.localEngineMinDurationMs });
-  const byProvider = new Map<string, ChatModel>();
-  for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
-    const adapter = providerSettings.adapter ?? provider;
-    const factory = CHAT_ADAPTERS[adapter] ?? (providerSettings.base_url !== undefined || adapter === 'openai' ? createOpenAiChatModel : undefined);
+  const byChannel = new Map<string, Map<string, ChatModel>>();
+  for (const channel of channelSpecs(settings.config)) {
+    const adapter = channel.settings.adapter ?? channel.provider;
+    const factory = CHAT_ADAPTERS[adapter] ?? (channel.settings.base_url !== undefined || adapter === 'openai' ? createOpenAiChatModel : undefined);
     if (adapter === 'local' || !factory) continue;
-    byProvider.set(provider, factory(adapterContext(provider, providerSettings, logger)));
+    const channels = byChannel.get(channel.provider) ?? new Map<string, ChatModel>();
+    byChannel.set(channel.provider, channels.set(channel.name, factory(adapterContext(channel.provider, channel.settings, logger))));
   }
-  return { chatModelFor: (model) => byProvider.get(model.providerCode) ?? local };
+  return { chatModelOn: (provider, channel) => byChannel.get(provider)?.get(channel) ?? local };
 }
 
 /** The models of one kind of synchronous call (embeddings, transcription, rerank), by catalog model. */
