@@ -6,7 +6,7 @@ import type { FastifyReply } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import mime from 'mime-types';
 import { ApiError } from '../../core/errors.ts';
-import { OverviewService } from '../../console/overview.ts';
+import { OverviewService } from '../../overview/overview-service.ts';
 import { OverviewRepo } from '../../storage/repos/overview-repo.ts';
 import type { AppServices } from '../services.ts';
 
