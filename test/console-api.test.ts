@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
+import { ensureConsoleBuilt } from './console/support.ts';
 
 /** Receives callbacks: answers 500 until told to accept; keeps what came. */
 async function startReceiver() {
@@ -27,6 +28,7 @@ describe('console APIs', () => {
   const admin = (path: string, init: Parameters<TestServer['fetch']>[1] = {}) => srv.fetch(path, { token: srv.adminToken, ...init });
 
   before(async () => {
+    ensureConsoleBuilt();
     receiver = await startReceiver();
     srv = await startTestServer();
   });
