@@ -23,7 +23,7 @@ describe('users, tokens and admin', () => {
 
     const list = (await (await srv.fetch('/admin/tokens', { token: srv.adminToken })).json()) as { data: Record<string, unknown>[] };
     const listed = list.data.find((t) => t.id === created.id);
-    assert.deepEqual(listed, { id: created.id, user_id: 'alice', name: 'laptop', created_at: created.created_at });
+    assert.deepEqual(listed, { id: created.id, user_id: 'alice', name: 'laptop', created_at: created.created_at, limits: {} });
     assert.ok(!JSON.stringify(list).includes(created.token), 'plain token never listed');
 
     assert.equal((await srv.fetch('/v1/models', { token: created.token })).status, 200);
