@@ -1,11 +1,20 @@
 import type { OutgoingHttpHeaders, ServerResponse } from 'node:http';
 
+/** Bytes of events held back before they are written at once, whatever the event loop is doing. */
+const MAX_PENDING_CHARS = 64 * 1024;
+
 /**
- * Server-sent events on a raw HTTP response: one `data:` event per write, sent at once, and the
- * writer held back while the client's socket buffer is full (it resumes on drain, or when the
- * client goes away).
+ * Server-sent events on a raw HTTP response. The events of one turn of the event loop (those one
+ * upstream read produced) go out in one socket write at the end of that turn, not one write
+ * each; the writer is held back while the client's socket buffer is full (it resumes on drain,
+ * or when the client goes away).
  */
 export class SseWriter {
+  private pending = '';
+  private flushScheduled = false;
+  /** The last write found the socket buffer full. */
+  private full = false;
+
   /** `headers`: those already set for the response (request id, …). */
   constructor(private readonly res: ServerResponse, headers: Record<string, string | number | string[] | undefined> = {}) {
     res.writeHead(200, {
@@ -22,9 +31,18 @@ export class SseWriter {
     return this.res.destroyed;
   }
 
-  /** Writes `data: <data>` (after `event: <event>` when named); resolves when the socket can take more. */
+  /**
+   * Queues `data: <data>` (after `event: <event>` when named) for this turn's write; resolves at
+   * once unless the socket cannot take more, then when it can.
+   */
   async send(data: string, event?: string): Promise<void> {
-    if (this.res.write(`${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`) || this.res.destroyed) return;
+    this.pending += `${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`;
+    if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
+    else if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
+    if (!this.full || this.res.destroyed) return;
     await new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
@@ -36,9 +54,21 @@ export class SseWriter {
     });
   }
 
-  /** Writes a last event (when given) and ends the response. */
+  private readonly flush = (): void => {
+    this.flushScheduled = false;
+    if (this.pending === '' || this.res.destroyed || this.res.writableEnded) return;
+    const chunk = this.pending;
+    this.pending = '';
+    if (this.res.write(chunk)) return;
+    this.full = true;
+    this.res.once('drain', () => (this.full = false));
+  };
+
+  /** Writes what is queued and a last event (when given), and ends the response. */
   end(data?: string): void {
-    if (this.res.destroyed) return;
-    this.res.end(data === undefined ? undefined : `data: ${data}\n\n`);
+    if (this.res.destroyed || this.res.writableEnded) return;
+    const last = this.pending + (data === undefined ? '' : `data: ${data}\n\n`);
+    this.pending = '';
+    this.res.end(last === '' ? undefined : last);
   }
 }

@@ -88,3 +88,83 @@ export async function* translatedChunks(body: Readable, translator: StreamTransl
   yield* translator.end();
 }
 
+
+/** What the gateway knows of a chunk it has kept as the upstream's frame. */
+interface FrameState {
+  data: string;
+  /** The frame parsed, once something read the chunk's content. */
+  parsed?: ChatChunk;
+  /** The model name given to a chunk not parsed. */
+  model?: string;
+}
+
+const frames = new WeakMap<object, FrameState>();
+const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
+const NULL_USAGE = /"usage"\s*:\s*null/;
+
+function parsedFrame(state: FrameState): ChatChunk {
+  if (!state.parsed) {
+    state.parsed = JSON.parse(state.data) as ChatChunk;
+    if (state.model !== undefined) state.parsed.model = state.model;
+  }
+  return state.parsed;
+}
+
+/** The chunk's usage read from the frame's text when that tells for sure, else undefined. */
+function usageWithoutParsing(data: string): { known: true; usage: undefined | null } | { known: false } {
+  const first = data.indexOf('"usage"');
+  if (first < 0) return { known: true, usage: undefined };
+  if (data.indexOf('"usage"', first + 1) < 0 && NULL_USAGE.test(data)) return { known: true, usage: null };
+  return { known: false };
+}
+
+const frameHandler: ProxyHandler<FrameState> = {
+  get(state, key) {
+    if (key === 'model' && !state.parsed && state.model !== undefined) return state.model;
+    if (key === 'usage' && !state.parsed) {
+      const read = usageWithoutParsing(state.data);
+      if (read.known) return read.usage;
+    }
+    return Reflect.get(parsedFrame(state), key);
+  },
+  set(state, key, value) {
+    if (key === 'model' && !state.parsed) state.model = value as string;
+    else Reflect.set(parsedFrame(state), key, value);
+    return true;
+  },
+  has: (state, key) => Reflect.has(parsedFrame(state), key),
+  deleteProperty: (state, key) => Reflect.deleteProperty(parsedFrame(state), key),
+  ownKeys: (state) => Reflect.ownKeys(parsedFrame(state)),
+  getOwnPropertyDescriptor(state, key) {
+    const descriptor = Reflect.getOwnPropertyDescriptor(parsedFrame(state), key);
+    return descriptor && { ...descriptor, configurable: true };
+  },
+  defineProperty: (state, key, descriptor) => Reflect.defineProperty(parsedFrame(state), key, descriptor),
+};
+
+/**
+ * A chat chunk kept as the upstream's frame (already an OpenAI chunk): parsed only when something
+ * reads its content, so a relay that renames the model and looks for usage sends the upstream's
+ * bytes (see chunkFrame) without parsing or serialising each frame. Its usage is read from the
+ * text when the frame has none or `"usage": null`.
+ */
+export function frameChunk(data: string): ChatChunk {
+  const state: FrameState = { data };
+  const chunk = new Proxy(state, frameHandler) as unknown as ChatChunk;
+  frames.set(chunk, state);
+  return chunk;
+}
+
+/** The `data` of the event that sends `chunk`: its frame as it came when nothing changed but its model name, else its JSON. */
+export function chunkFrame(chunk: ChatChunk): string {
+  const state = frames.get(chunk);
+  if (!state || state.parsed) return JSON.stringify(chunk);
+  if (state.model === undefined) return state.data;
+  const fields = [...state.data.matchAll(MODEL_FIELD)];
+  // The model named more than once (a provider's own field): only a parse tells which is the chunk's.
+  if (fields.length !== 1) return JSON.stringify(parsedFrame(state));
+  const [field, current] = fields[0];
+  if (current === state.model) return state.data;
+  const at = fields[0].index;
+  return `${state.data.slice(0, at)}"model":${JSON.stringify(state.model)}${state.data.slice(at + field.length)}`;
+}

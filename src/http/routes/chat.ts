@@ -2,6 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../chat/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
+import { chunkFrame } from '../../providers/chat-sse.ts';
 import { routeHeaders } from '../route-headers.ts';
 import { toApiError } from '../plugins/errors.ts';
 import type { AppServices } from '../services.ts';
@@ -162,7 +163,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       for (; !next.done; next = await chunks.next()) {
         const usage = next.value.usage;
         if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
-        await sse.send(JSON.stringify(next.value));
+        await sse.send(chunkFrame(next.value));
       }
       sse.end('[DONE]');
     } catch (err) {

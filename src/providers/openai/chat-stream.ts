@@ -1,9 +1,9 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../../core/errors.ts';
-import { streamFrame, translatedChunks, type StreamOptions, type StreamTranslator } from '../chat-sse.ts';
+import { frameChunk, streamFrame, translatedChunks, type StreamOptions, type StreamTranslator } from '../chat-sse.ts';
 import type { ChatChunk } from '../spec.ts';
 
-/** OpenAI's stream: each frame is a chunk, `[DONE]` ends it, `{"error": …}` is a failure. */
+/** OpenAI's stream: each frame is a chunk (kept as it came, see frameChunk), `[DONE]` ends it, `{"error": …}` is a failure. */
 class OpenAiStream implements StreamTranslator {
   finished = false;
 
@@ -14,6 +14,8 @@ class OpenAiStream implements StreamTranslator {
       this.finished = true;
       return [];
     }
+    // An object naming choices and no error anywhere is taken for a chunk as it is, and passed on unparsed.
+    if (data.charCodeAt(0) === 123 && data.charCodeAt(data.length - 1) === 125 && data.includes('"choices"') && !data.includes('"error"')) return [frameChunk(data)];
     const frame = streamFrame(data, this.provider) as { choices?: unknown; error?: { message?: unknown } | string };
     if (frame.error !== undefined) {
       const message = typeof frame.error === 'string' ? frame.error : typeof frame.error?.message === 'string' ? frame.error.message : JSON.stringify(frame.error);

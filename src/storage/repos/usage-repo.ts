@@ -52,6 +52,8 @@ const ERROR_STATUSES = ['failed', 'rejected', 'error'];
 const DAY_MS = 86_400_000;
 /** Rows a retention pass deletes per statement: short transactions that never stall writers. */
 const RETENTION_BATCH = 5000;
+/** Ledger rows per insert statement: well under SQLite's and PostgreSQL's limits on bound values. */
+const ROWS_PER_INSERT = 500;
 
 const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider' } as const;
 
@@ -76,6 +78,26 @@ function dailyOf(row: UsageLedgerRow): UsageDailyRow {
   };
 }
 
+/** The aggregates of many rows: one per day, user, token, model and provider. */
+function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
+  const merged = new Map<string, UsageDailyRow>();
+  for (const row of rows) {
+    const daily = dailyOf(row);
+    const key = JSON.stringify([daily.day, daily.user_id, daily.token_id, daily.model, daily.provider]);
+    const sum = merged.get(key);
+    if (!sum) merged.set(key, daily);
+    else {
+      sum.requests += daily.requests;
+      sum.tasks += daily.tasks;
+      sum.input_tokens += daily.input_tokens;
+      sum.output_tokens += daily.output_tokens;
+      sum.cost += daily.cost;
+      sum.errors += daily.errors;
+    }
+  }
+  return [...merged.values()];
+}
+
 /**
  * The usage ledger (one row per call or task) and its daily aggregate, which is kept in the same
  * transaction as each row: usage queries read whole days from the aggregate and only the partial
@@ -83,6 +105,9 @@ function dailyOf(row: UsageLedgerRow): UsageDailyRow {
  */
 export class UsageRepo {
   private readonly writes: TransactionBatcher;
+  /** Call rows waiting for the end of this turn of the event loop, and the write that will take them. */
+  private pendingCalls: UsageLedgerRow[] = [];
+  private pendingWrite: Promise<void> = Promise.resolve();
 
   constructor(private readonly db: Db) {
     this.writes = new TransactionBatcher(db.kysely);
@@ -90,27 +115,43 @@ export class UsageRepo {
 
   /** Writes a settled row with its aggregate through `db` (a transaction in progress). */
   async record(db: DbHandle, row: UsageLedgerRow): Promise<void> {
-    await db.kysely.insertInto('usage_ledger').values(row).execute();
-    const daily = dailyOf(row);
-    await db.kysely
-      .insertInto('usage_daily')
-      .values(daily)
-      .onConflict((oc) =>
-        oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) => ({
-          requests: eb('usage_daily.requests', '+', eb.ref('excluded.requests')),
-          tasks: eb('usage_daily.tasks', '+', eb.ref('excluded.tasks')),
-          input_tokens: eb('usage_daily.input_tokens', '+', eb.ref('excluded.input_tokens')),
-          output_tokens: eb('usage_daily.output_tokens', '+', eb.ref('excluded.output_tokens')),
-          cost: eb('usage_daily.cost', '+', eb.ref('excluded.cost')),
-          errors: eb('usage_daily.errors', '+', eb.ref('excluded.errors')),
-        })),
-      )
-      .execute();
+    await this.insertRows(db, [row], [dailyOf(row)]);
   }
 
-  /** Writes a call's row; calls ending together share one transaction. */
+  /**
+   * Writes a call's row; the rows of calls ending in the same turn of the event loop go in one
+   * transaction, as one insert, with one aggregate update per day, user, token, model and provider.
+   */
   recordCall(row: UsageLedgerRow): Promise<void> {
-    return this.writes.run((trx) => this.record({ kysely: trx, dialect: this.db.dialect }, row));
+    this.pendingCalls.push(row);
+    if (this.pendingCalls.length === 1) {
+      this.pendingWrite = new Promise((resolve, reject) => setImmediate(() => {
+        const rows = this.pendingCalls;
+        this.pendingCalls = [];
+        this.writes.run((trx) => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows))).then(resolve, reject);
+      }));
+    }
+    return this.pendingWrite;
+  }
+
+  private async insertRows(db: DbHandle, rows: UsageLedgerRow[], daily: UsageDailyRow[]): Promise<void> {
+    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await db.kysely.insertInto('usage_ledger').values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
+    for (const day of daily) {
+      await db.kysely
+        .insertInto('usage_daily')
+        .values(day)
+        .onConflict((oc) =>
+          oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) => ({
+            requests: eb('usage_daily.requests', '+', eb.ref('excluded.requests')),
+            tasks: eb('usage_daily.tasks', '+', eb.ref('excluded.tasks')),
+            input_tokens: eb('usage_daily.input_tokens', '+', eb.ref('excluded.input_tokens')),
+            output_tokens: eb('usage_daily.output_tokens', '+', eb.ref('excluded.output_tokens')),
+            cost: eb('usage_daily.cost', '+', eb.ref('excluded.cost')),
+            errors: eb('usage_daily.errors', '+', eb.ref('excluded.errors')),
+          })),
+        )
+        .execute();
+    }
   }
 
   /** Marks rows whose settlement the shared counters have taken in. */
