@@ -9,6 +9,7 @@ import fs from 'node:fs';
 import { dropSchema, postgresEnv, redisEnv, startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { spawnServer, type ServerProcess } from './support/process.ts';
 import { eventually } from './support/wait.ts';
+import { runCli } from './support/cli.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -157,6 +158,22 @@ describe('limits (embedded)', () => {
     assert.deepEqual(mine.limits, { requests_per_minute: 60 });
     assert.equal((await srv.fetch('/admin/tokens/tok_nobody', { method: 'PATCH', token: srv.adminToken, json: { name: 'x' } })).status, 404);
     assert.equal((await srv.fetch(`/admin/tokens/${created.id}`, { method: 'PATCH', token: srv.adminToken, json: { limits: { credits_period: 'week' } } })).status, 400);
+  });
+
+  it('token create on the command line takes --rpm --tpm --concurrent --credits, and the server enforces them', async () => {
+    const out = await runCli(['token', 'create', '--user', 'cli-user', '--rpm', '2', '--tpm', '5000', '--concurrent', '3', '--credits', '7.5', '--credits-period', 'month'], { DATA_DIR: srv.dataDir });
+    assert.equal(out.code, 0, out.stderr);
+    const created: Json = JSON.parse(out.stdout);
+    const limits = { requests_per_minute: 2, tokens_per_minute: 5000, concurrent_tasks: 3, credits: 7.5, credits_period: 'month' };
+    assert.deepEqual(created.limits, limits);
+    const listed: Json = await (await srv.fetch('/admin/tokens', { token: srv.adminToken })).json();
+    assert.deepEqual(listed.data.find((t: Json) => t.id === created.id).limits, limits);
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await srv.fetch('/v1/models', { token: created.token })).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+    const bad = await runCli(['token', 'create', '--user', 'cli-user', '--rpm', 'many'], { DATA_DIR: srv.dataDir });
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--rpm/);
   });
 
   it('prices are listed as billing_mode', async () => {
