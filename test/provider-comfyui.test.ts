@@ -295,6 +295,55 @@ describe('ComfyUI adapter', () => {
     assert.equal(mismatch.status, 400);
     assert.equal(((await mismatch.json()) as Json).error.code, 'model_capability_mismatch');
   });
+
+  it('lists the workflows in /v1/models/list with the capabilities their bindings declare', async () => {
+    const { user } = gateway;
+    const list = async (type: string) => ((await (await user.srv.fetch(`/v1/models/list?type=${type}`, { token: user.token })).json()) as Json).modelList as Json[];
+    const all = await list('all');
+    const example = all.find((m) => m.name === TEXT_TO_IMAGE);
+    assert.deepEqual(example, {
+      name: TEXT_TO_IMAGE,
+      alias: TEXT_TO_IMAGE,
+      description: loadExample().description,
+      types: ['image_generate'],
+      capabilities: { image_generate: { type: 'image_generate', allow_custom_width_height_size: true, output_multiple_images: true } },
+      provider: 'comfyui',
+      enabled: true,
+    });
+    assert.deepEqual(all.find((m) => m.name === 'sd15-image-edit').capabilities, {
+      image_edit: { type: 'image_edit', allow_custom_width_height_size: false, output_multiple_images: false, input_parameters: [{ type: 'image', parameter: 'image' }], input_max_images_count: 1, input_multiple_images: false },
+    });
+    assert.ok(all.some((m) => m.name === 'gpt-image-1'), 'the catalog models are still listed');
+    assert.deepEqual((await list('image_edit')).filter((m) => m.provider === 'comfyui').map((m) => m.name), ['sd15-image-edit']);
+    assert.equal((await list('video_generate')).some((m) => m.provider === 'comfyui'), false);
+    const compat = ((await (await user.srv.fetch('/v1/models', { token: user.token })).json()) as Json).data as Json[];
+    assert.ok(compat.some((m) => m.id === 'sd15-image-edit' && m.owned_by === 'comfyui'));
+  });
+
+  it('serves a workflow file added or changed after the start without a restart; a bad file leaves the workflows as they were', async () => {
+    const { user } = gateway;
+    const names = async () => ((await (await user.srv.fetch('/v1/models/list', { token: user.token })).json()) as Json).modelList.filter((m: Json) => m.provider === 'comfyui').map((m: Json) => m.name).sort();
+    const before = await names();
+    const added = path.join(dir, 'sd15-added.json');
+    fs.writeFileSync(added, JSON.stringify({ ...JSON.parse(fs.readFileSync(EXAMPLE, 'utf8')), description: 'added while running' }));
+    assert.deepEqual(await names(), [...before, 'sd15-added'].sort());
+    const run = await user.postOk('/v1/images/generations', { model: 'sd15-added', prompt: 'a new workflow' });
+    assert.equal(run.status, 'success');
+
+    // Changed: the edit workflow now also generates.
+    const editFile = path.join(dir, 'sd15-image-edit.json');
+    fs.writeFileSync(editFile, JSON.stringify({ ...IMAGE_EDIT, capabilities: ['image_edit', 'image_generate'] }));
+    const changed = await user.post('/v1/images/generations', { model: 'sd15-image-edit', prompt: 'x', image: 'data:image/png;base64,' + (await sharp({ create: { width: 8, height: 8, channels: 3, background: '#fff' } }).png().toBuffer()).toString('base64') });
+    assert.notEqual(changed.status, 400, 'image_generate is accepted once the file says so');
+    await changed.arrayBuffer();
+
+    fs.writeFileSync(path.join(dir, 'bad.json'), '{ not json');
+    assert.deepEqual(await names(), [...before, 'sd15-added'].sort(), 'the bad file changes nothing');
+    fs.rmSync(path.join(dir, 'bad.json'));
+    fs.rmSync(added);
+    fs.writeFileSync(editFile, JSON.stringify(IMAGE_EDIT));
+    assert.deepEqual(await names(), before);
+  });
 });
 
 describe('ComfyUI adapter: polling, timeouts and restarts', () => {

@@ -37,6 +37,8 @@ export interface EngineRegistry {
   engineOn?(model: LiveModel, channel: string): GenerationEngine;
   /** A model no catalog alias names but an engine serves (a workflow name). */
   findModel?(name: string): LiveModel | undefined;
+  /** The models engines serve beyond the catalog (workflows), as they are now. */
+  models?(): LiveModel[];
 }
 
 const DEFAULT_POLL_INTERVAL_MS = 2_000;
@@ -128,6 +130,7 @@ export function createEngineRegistry(settings: Settings, logger: Logger): Engine
       }
       return undefined;
     },
+    models: () => [...byProvider.values()].flatMap((engine) => engine.listModels?.() ?? []),
   };
 }
 

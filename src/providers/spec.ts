@@ -176,6 +176,8 @@ export interface GenerationEngine {
   run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput>;
   /** A model this engine serves that the catalog does not list (a workflow engine's workflow), by name. */
   findModel?(name: string): LiveModel | undefined;
+  /** Every model this engine serves that the catalog does not list, as they are now (listed by /v1/models/list). */
+  listModels?(): LiveModel[];
 }
 
 // ---- Chat: what answers POST /v1/chat/completions and the agent's model calls ----

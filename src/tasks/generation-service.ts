@@ -74,6 +74,11 @@ export class GenerationService {
     return model;
   }
 
+  /** The models engines serve beyond the catalog (workflows), as they are now: listed with the catalog's. */
+  engineModels(): LiveModel[] {
+    return this.deps.engines.models?.() ?? [];
+  }
+
   private defaultModel(capabilities: readonly CapabilityName[]): LiveModel {
     for (const capability of capabilities) {
       const model = this.deps.catalog.defaultModel(capability);

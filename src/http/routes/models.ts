@@ -2,7 +2,8 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { CAPABILITY_NAMES } from '../../catalog/catalog.ts';
-import { toCompatItem, toPlatformItem } from '../../catalog/listing.ts';
+import type { LiveModel } from '../../catalog/catalog.ts';
+import { toCompatItem, toPlatformItem, type PlatformModelItem } from '../../catalog/listing.ts';
 import { billingModeOf } from '../../limits/pricing.ts';
 import type { AppServices } from '../services.ts';
 
@@ -11,34 +12,37 @@ const security = [{ bearer: [] }];
 const LISTING_TYPES: readonly string[] = [...CAPABILITY_NAMES, 'video_edit'];
 const listingTypes = new Set(LISTING_TYPES);
 
+/** A /v1/models/list item: the platform item, with its prices when the configuration sets them. */
+type ListedModel = PlatformModelItem & { billing_mode?: ReturnType<typeof billingModeOf> };
+
 /** GET /v1/models and /v1/models/list. */
 export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const { catalog } = services;
-  // The catalog is fixed once loaded, so each answer is serialized once and reused.
+  const { catalog, generations } = services;
+  // The catalog is fixed once loaded, so its part of each answer is built once; workflows
+  // (engine models) change with their folder and are added on each request.
   const created = Math.floor(Date.now() / 1000);
-  const compatBody = JSON.stringify({ data: catalog.list().map((m) => toCompatItem(m, created)), success: true });
+  const compatItems = catalog.list().map((m) => toCompatItem(m, created));
+  const compatBody = JSON.stringify({ data: compatItems, success: true });
+  const listItems = new Map<string, ListedModel[]>();
   const listBodies = new Map<string, string>();
-  const listBody = (type: string): string => {
-    let body = listBodies.get(type);
-    if (body === undefined) {
-      const modelList = catalog.list(type).map((model) => {
-        const pricing = services.settings.config.models?.[model.alias]?.pricing;
-        return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
-      });
-      body = JSON.stringify({ modelList, count: modelList.length });
-      listBodies.set(type, body);
-    }
-    return body;
+  const ofType = (type: string) => (model: LiveModel) => type === 'all' || (model.modelTypes as string[]).includes(type);
+  const platformItem = (model: LiveModel): ListedModel => {
+    const pricing = services.settings.config.models?.[model.alias]?.pricing;
+    return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
   };
 
   app.get('/v1/models', {
     schema: { tags: ['models'], summary: 'Models in the compatibility shape', security },
-  }, async (_request, reply) => reply.type('application/json; charset=utf-8').send(compatBody));
+  }, async (_request, reply) => {
+    const served = generations.engineModels();
+    const body = served.length === 0 ? compatBody : JSON.stringify({ data: [...compatItems, ...served.map((m) => toCompatItem(m, created))], success: true });
+    return reply.type('application/json; charset=utf-8').send(body);
+  });
 
   app.get('/v1/models/list', {
     schema: {
       tags: ['models'],
-      summary: 'Models with their capabilities, optionally of one capability type',
+      summary: 'Models with their capabilities, optionally of one capability type; ComfyUI workflows included',
       security,
       querystring: Type.Object({ type: Type.Optional(Type.String({ description: 'capability type, or all' })) }),
     },
@@ -47,6 +51,14 @@ export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     if (type !== 'all' && !listingTypes.has(type)) {
       throw new ApiError('invalid_parameter', `type must be all or a capability type (${LISTING_TYPES.join(', ')})`, 'type');
     }
-    return reply.type('application/json; charset=utf-8').send(listBody(type));
+    let items = listItems.get(type);
+    if (!items) {
+      items = catalog.list(type).map(platformItem);
+      listItems.set(type, items);
+      listBodies.set(type, JSON.stringify({ modelList: items, count: items.length }));
+    }
+    const served = generations.engineModels().filter(ofType(type)).map(platformItem);
+    const modelList = [...items, ...served];
+    return reply.type('application/json; charset=utf-8').send(served.length === 0 ? listBodies.get(type)! : JSON.stringify({ modelList, count: modelList.length }));
   });
 };

@@ -10,7 +10,7 @@ import {
   bindGraph, executionErrorMessage, historyOutcome, outputKind, percentOf, refsOf, refusalText, requestValues, runningNodeStatus, uploadFields,
   type ExecutionError, type OutputFileRef,
 } from './mapping.ts';
-import { loadWorkflows, WorkflowCatalog, type Workflow } from './workflow-catalog.ts';
+import { WorkflowFolder, type Workflow } from './workflow-catalog.ts';
 
 const DEFAULT_BASE_URL = 'http://127.0.0.1:8188';
 /** The workflows folder when options.workflows_dir is not set, relative to the working directory. */
@@ -37,8 +37,8 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
   const auth: Record<string, string> = ctx.apiKey ? { authorization: `Bearer ${ctx.apiKey}` } : {};
   const client = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch, headers: auth });
   const workflowsDir = path.resolve(typeof ctx.settings.options?.workflows_dir === 'string' ? ctx.settings.options.workflows_dir : DEFAULT_WORKFLOWS_DIR);
-  const workflows = new WorkflowCatalog(loadWorkflows(workflowsDir), ctx.provider);
-  ctx.logger.info({ dir: workflowsDir, workflows: workflows.names }, 'ComfyUI workflows loaded');
+  const workflows = new WorkflowFolder(workflowsDir, ctx.provider, ctx.logger);
+  ctx.logger.info({ dir: workflowsDir, workflows: workflows.current().names }, 'ComfyUI workflows loaded');
   // One client id per gateway instance: ComfyUI sends a prompt's messages to the socket of the id it was queued with.
   const clientId = `gengate-${randomUUID()}`;
   const wsURL = client.urlOf('/ws', { clientId });
@@ -46,7 +46,7 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
   const socket = new ComfySocket({ url: wsURL.href, headers: auth, connectTimeoutMs: Math.min(ctx.client.timeoutMs ?? 10_000, 10_000), logger: ctx.logger });
 
   function workflowOf(job: GenerationJob): Workflow {
-    const workflow = workflows.get(job.model.alias);
+    const workflow = workflows.current().get(job.model.alias);
     if (!workflow) throw new TaskRejectedError(`workflow ${job.model.alias} is not in the workflows folder of provider ${ctx.provider}`);
     return workflow;
   }
@@ -176,7 +176,8 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
 
   return {
     cancellable: true,
-    findModel: (name) => workflows.model(name),
+    findModel: (name) => workflows.current().model(name),
+    listModels: () => workflows.current().models(),
     check(job) {
       workflowOf(job);
     },

@@ -7,6 +7,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
+import type { Logger } from 'pino';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { CAPABILITY_NAMES, type Capabilities, type CapabilityName } from '../../catalog/schema.ts';
 
@@ -92,14 +93,38 @@ export class WorkflowCatalog {
     return this.#byName.get(name)?.model;
   }
 
+  /** Every workflow as a live model, by name. */
+  models(): LiveModel[] {
+    return [...this.#byName.values()].map((entry) => entry.model);
+  }
+
   get names(): string[] {
     return [...this.#byName.keys()];
   }
 }
 
+/** Image capability fields a workflow's bindings declare: its size, its number of images, its input images. */
+function boundImageFields(workflow: Workflow): Record<string, unknown> {
+  const bindings = workflow.bindings ?? {};
+  const fields: Record<string, unknown> = {
+    allow_custom_width_height_size: 'size' in bindings || ('width' in bindings && 'height' in bindings),
+    output_multiple_images: 'n' in bindings,
+  };
+  const uploads = Object.entries(bindings).filter(([, list]) => list.some((b) => b.upload));
+  if (uploads.length > 0) {
+    const indexes = new Set(uploads.flatMap(([, list]) => list.filter((b) => b.upload).map((b) => b.index ?? 0)));
+    fields.input_parameters = uploads.map(([field]) => ({ type: 'image', parameter: field }));
+    fields.input_max_images_count = indexes.size;
+    fields.input_multiple_images = indexes.size > 1;
+  }
+  return fields;
+}
+
+const IMAGE_CAPABILITIES: readonly string[] = ['image_generate', 'image_edit'];
+
 function workflowModel(workflow: Workflow, providerCode: string): LiveModel {
   const capabilities: Record<string, { type: CapabilityName }> = {};
-  for (const type of workflow.capabilities) capabilities[type] = { type };
+  for (const type of workflow.capabilities) capabilities[type] = { type, ...(IMAGE_CAPABILITIES.includes(type) ? boundImageFields(workflow) : {}) };
   return {
     catalogKey: `workflow:${workflow.name}`,
     providerCode,
@@ -112,6 +137,54 @@ function workflowModel(workflow: Workflow, providerCode: string): LiveModel {
     status: 'active',
     enabled: true,
   };
+}
+
+/** What the folder's workflow files are now: their names, sizes and modification times. */
+function folderSignature(dir: string): string {
+  let entries: string[];
+  try {
+    entries = fs.readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+  } catch {
+    return 'unreadable';
+  }
+  return entries.map((entry) => {
+    try {
+      const stat = fs.statSync(path.join(dir, entry));
+      return `${entry}:${stat.size}:${stat.mtimeMs}`;
+    } catch {
+      return `${entry}:gone`;
+    }
+  }).join('|');
+}
+
+/**
+ * The workflows folder as it is now: each use checks the files' names, sizes and modification
+ * times and reads the folder again when they changed, so a new or changed workflow is served
+ * without a restart. At start a bad file stops the gateway; later, a bad file leaves the
+ * workflows as they were (the problem is logged) until the folder changes again.
+ */
+export class WorkflowFolder {
+  #catalog: WorkflowCatalog;
+  #signature: string;
+
+  constructor(readonly dir: string, private readonly providerCode: string, private readonly logger: Logger) {
+    this.#signature = folderSignature(dir);
+    this.#catalog = new WorkflowCatalog(loadWorkflows(dir), providerCode);
+  }
+
+  /** The workflows, read again first when the folder changed. */
+  current(): WorkflowCatalog {
+    const signature = folderSignature(this.dir);
+    if (signature === this.#signature) return this.#catalog;
+    this.#signature = signature;
+    try {
+      this.#catalog = new WorkflowCatalog(loadWorkflows(this.dir), this.providerCode);
+      this.logger.info({ dir: this.dir, workflows: this.#catalog.names }, 'ComfyUI workflows reloaded');
+    } catch (err) {
+      this.logger.error({ dir: this.dir, err: (err as Error).message }, 'ComfyUI workflows folder changed with a bad file; the workflows stay as they were');
+    }
+    return this.#catalog;
+  }
 }
 
 /**
