@@ -15,6 +15,7 @@ import { hunyuanAdapter } from './hunyuan/adapter.ts';
 import { falAdapter } from './fal/adapter.ts';
 import { klingAdapter } from './kling/adapter.ts';
 import { bflAdapter } from './bfl/adapter.ts';
+import { noopAdapter } from './noop/adapter.ts';
 import { LocalChatModel } from './local/chat/local-chat-model.ts';
 import { createOpenAiChatModel } from './openai/chat-model.ts';
 import { createAnthropicChatModel } from './anthropic/adapter.ts';
@@ -58,6 +59,7 @@ const ADAPTERS: Record<string, AdapterFactory> = {
   fal: falAdapter,
   kling: klingAdapter,
   bfl: bflAdapter,
+  noop: noopAdapter,
 };
 
 /** Adapters that serve models of their own (workflows), so their provider needs no catalog entry. */
