@@ -152,21 +152,30 @@ const CHAT_ADAPTERS: Record<string, (ctx: AdapterContext) => ChatModel> = {
   google: createGeminiChatModel,
 };
 
+/** Providers of the built-in catalog that speak the OpenAI chat API, with the base URL used when their settings give none. */
+const OPENAI_COMPATIBLE_BASE_URLS: Record<string, string> = {
+  deepseek: 'https://api.deepseek.com',
+  qwen: 'https://dashscope-intl.aliyuncs.com/compatible-mode/v1',
+};
+
 /**
  * Chat models of a channel whose adapter has a chat API of its own (CHAT_ADAPTERS) speak it;
- * other channels with a base_url (or of the `openai` adapter, whose base URL defaults to
- * OpenAI's) speak the OpenAI chat API there (OpenAI, vLLM, Ollama, DeepSeek, …); everything
- * else (and `adapter: "local"`) answers from the local chat model.
+ * other channels with a base_url, of the `openai` adapter (whose base URL defaults to OpenAI's)
+ * or of a known OpenAI-compatible provider (OPENAI_COMPATIBLE_BASE_URLS) speak the OpenAI chat
+ * API there (OpenAI, vLLM, Ollama, DeepSeek, …); everything else (and `adapter: "local"`)
+ * answers from the local chat model.
  */
 export function createChatModelRegistry(settings: Settings, logger: Logger): ChannelChatModels {
   const local = new LocalChatModel({ minDurationMs: settings.localEngineMinDurationMs });
   const byChannel = new Map<string, Map<string, ChatModel>>();
   for (const channel of channelSpecs(settings.config)) {
     const adapter = channel.settings.adapter ?? channel.provider;
-    const factory = CHAT_ADAPTERS[adapter] ?? (channel.settings.base_url !== undefined || adapter === 'openai' ? createOpenAiChatModel : undefined);
+    const compatibleURL = OPENAI_COMPATIBLE_BASE_URLS[adapter];
+    const factory = CHAT_ADAPTERS[adapter] ?? (channel.settings.base_url !== undefined || adapter === 'openai' || compatibleURL ? createOpenAiChatModel : undefined);
     if (adapter === 'local' || !factory) continue;
+    const ctx = adapterContext(channel.provider, channel.settings, logger);
     const channels = byChannel.get(channel.provider) ?? new Map<string, ChatModel>();
-    byChannel.set(channel.provider, channels.set(channel.name, factory(adapterContext(channel.provider, channel.settings, logger))));
+    byChannel.set(channel.provider, channels.set(channel.name, factory({ ...ctx, baseURL: ctx.baseURL ?? compatibleURL })));
   }
   return { chatModelOn: (provider, channel) => byChannel.get(provider)?.get(channel) ?? local };
 }
@@ -218,4 +227,12 @@ export function createSyncModelRegistries(settings: Settings, logger: Logger): {
     transcriptions: syncModelRegistry<TranscriptionModel>(settings, logger, new LocalTranscriptionModel(), 'transcriptions', (adapter, s) => (isOpenAiCompatible(adapter, s) ? createOpenAiTranscriptionModel : undefined)),
     rerankers: syncModelRegistry<RerankModel>(settings, logger, new LocalRerankModel(), 'rerank', (adapter) => (RERANK_ADAPTERS.includes(adapter) ? createRerankModel : undefined)),
   };
+}
+
+/**
+ * Whether an adapter of this name exists: a task adapter, a chat API of its own, a known
+ * OpenAI-compatible provider or a rerank API. Every provider of the built-in catalog has one.
+ */
+export function hasAdapter(adapter: string): boolean {
+  return adapter in ADAPTERS || adapter in CHAT_ADAPTERS || adapter in OPENAI_COMPATIBLE_BASE_URLS || RERANK_ADAPTERS.includes(adapter);
 }
