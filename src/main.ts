@@ -51,6 +51,7 @@ import { ChannelRouter } from './routing/router.ts';
 import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
 import { ChannelsRepo } from './storage/repos/channels-repo.ts';
+import { startTracing } from './telemetry/tracing.ts';
 import { LimitsRepo } from './storage/repos/limits-repo.ts';
 import { UsageRepo } from './storage/repos/usage-repo.ts';
 import { IdempotencyRepo } from './storage/repos/idempotency-repo.ts';
@@ -89,6 +90,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
   checkProviderCodes(settings.config, [...catalog.providers.map((p) => p.code), ...catalog.models.map((m) => m.providerCode)], SELF_SERVING_ADAPTERS);
   checkRoutingConfig(settings.config, (alias) => catalog.find(alias)?.providerCode);
+  // Before the app is built: its tracing hooks are added only while tracing is on.
+  const tracing = await startTracing(process.env, logger.child({ component: 'telemetry' }));
   const blobs = await openBlobStore(settings.blobStore, settings.dataDir);
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true });
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
@@ -242,6 +245,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await bus.close();
       await db.close();
       blobs.close?.();
+      await tracing?.shutdown();
     },
   };
 }

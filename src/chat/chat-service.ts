@@ -8,6 +8,8 @@ import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from './chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
+import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '../telemetry/tracing.ts';
+import type { Span } from '@opentelemetry/api';
 
 /** A chat model needs one of these types (else 400 model_capability_mismatch). */
 const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
@@ -73,6 +75,13 @@ function replyOf(completion: ChatCompletion): ChatMessage {
   return { role: 'assistant', content: message?.content ?? null, ...(message?.tool_calls?.length ? { tool_calls: message.tool_calls } : {}) };
 }
 
+/** Ends a chat call's span with what served it and the tokens counted. */
+function endChatSpan(span: Span, route: ServedRoute | undefined, usage: ChatUsage | null | undefined): void {
+  if (route) span.setAttributes({ [GEN_AI.responseModel]: route.model, [GEN_AI.providerName]: route.provider, [GEN_AI.system]: route.provider, 'gengate.routing.channel': route.channel });
+  if (usage) span.setAttributes({ [GEN_AI.inputTokens]: usage.prompt_tokens, [GEN_AI.outputTokens]: usage.completion_tokens });
+  span.end();
+}
+
 /**
  * Chat completions: the model checked against the catalog, the messages normalised (uploads,
  * media the model cannot read as links), a named conversation's history sent first, the call
@@ -94,14 +103,24 @@ export class ChatService {
     let route: ServedRoute | undefined;
     const options = { signal, served: (served: ServedRoute) => void (route = served) };
 
-    if (!stream) {
-      const completion = await chatModel.complete(request, options);
-      completion.model = model.alias;
-      if (turn) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, replyOf(completion)]);
-      return { kind: 'completion', completion, ...(route ? { route } : {}) };
+    const span = tracingEnabled() ? openSpan(`chat ${model.alias}`, { kind: SpanKind.CLIENT, attributes: { [GEN_AI.operationName]: 'chat', [GEN_AI.requestModel]: model.alias } }) : undefined;
+    try {
+      if (!stream) {
+        const completion = await withSpan(span, () => chatModel.complete(request, options));
+        completion.model = model.alias;
+        if (span) endChatSpan(span, route, completion.usage);
+        if (turn) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, replyOf(completion)]);
+        return { kind: 'completion', completion, ...(route ? { route } : {}) };
+      }
+      const chunks = await withSpan(span, () => chatModel.stream(request, options));
+      return { kind: 'stream', chunks: this.relay(chunks, request, turn, span && { span, route }), ...(route ? { route } : {}) };
+    } catch (err) {
+      if (span?.isRecording()) {
+        failSpan(span, err);
+        span.end();
+      }
+      throw err;
     }
-    const chunks = await chatModel.stream(request, options);
-    return { kind: 'stream', chunks: this.relay(chunks, request, turn), ...(route ? { route } : {}) };
   }
 
   /**
@@ -129,33 +148,41 @@ export class ChatService {
    * The model's chunks as the client gets them: named by the catalog alias, always ending with a
    * usage chunk (estimated when the model sent none), and the turn stored before the stream ends.
    */
-  private async *relay(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined): AsyncGenerator<ChatChunk> {
+  private async *relay(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined, traced: { span: Span; route: ServedRoute | undefined } | undefined): AsyncGenerator<ChatChunk> {
     const alias = request.model.alias;
     const reply = turn ? new StreamedReply() : undefined;
-    let usageSent = false;
+    let usage: ChatUsage | undefined;
     let completionChars = 0;
     let last: ChatChunk | undefined;
-    for await (const chunk of chunks) {
-      chunk.model = alias;
-      if (chunk.usage) usageSent = true;
-      for (const choice of chunk.choices) {
-        completionChars += choice.delta.content?.length ?? 0;
-        for (const call of choice.delta.tool_calls ?? []) completionChars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+    try {
+      for await (const chunk of chunks) {
+        chunk.model = alias;
+        if (chunk.usage) usage = chunk.usage;
+        for (const choice of chunk.choices) {
+          completionChars += choice.delta.content?.length ?? 0;
+          for (const call of choice.delta.tool_calls ?? []) completionChars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+        }
+        reply?.add(chunk);
+        last = chunk;
+        yield chunk;
       }
-      reply?.add(chunk);
-      last = chunk;
-      yield chunk;
+      if (!usage) {
+        usage = estimatedUsage(request, completionChars);
+        yield {
+          id: last?.id ?? 'chatcmpl-usage',
+          object: 'chat.completion.chunk',
+          created: last?.created ?? Math.floor(Date.now() / 1000),
+          model: alias,
+          choices: [],
+          usage,
+        };
+      }
+      if (turn && reply) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, reply.message()]);
+    } catch (err) {
+      if (traced) failSpan(traced.span, err);
+      throw err;
+    } finally {
+      if (traced) endChatSpan(traced.span, traced.route, usage);
     }
-    if (!usageSent) {
-      yield {
-        id: last?.id ?? 'chatcmpl-usage',
-        object: 'chat.completion.chunk',
-        created: last?.created ?? Math.floor(Date.now() / 1000),
-        model: alias,
-        choices: [],
-        usage: estimatedUsage(request, completionChars),
-      };
-    }
-    if (turn && reply) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, reply.message()]);
   }
 }

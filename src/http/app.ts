@@ -10,6 +10,8 @@ import { ApiError } from '../core/errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerAuth } from './plugins/auth.ts';
 import { registerMetrics } from './plugins/metrics.ts';
+import { registerTracing } from './plugins/tracing.ts';
+import { tracingEnabled } from '../telemetry/tracing.ts';
 import { registerAdmission } from './plugins/admission.ts';
 import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
@@ -107,6 +109,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
 
   registerErrorHandling(app);
   registerMetrics(app, services.metrics);
+  if (tracingEnabled()) registerTracing(app);
   app.addHook('onClose', async () => services.metrics.clear());
   // A worker (ROLE=worker) answers its health and metrics, nothing else.
   if (services.settings.role === 'worker') {

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { failSpan, inSpan, upstreamCallSpec } from '../telemetry/tracing.ts';
 import { TaskFailedError } from './spec.ts';
 
 /** How transient upstream failures are retried (GENGATE_CONFIG providers.<code>.retry). */
@@ -152,13 +153,17 @@ export class UpstreamClient {
         const signals = [AbortSignal.timeout(this.timeoutMs), ...(req.signal ? [req.signal] : [])];
         const headers: Record<string, string> = { ...this.opts.headers, ...req.headers };
         if (req.json !== undefined) headers['content-type'] = 'application/json';
-        res = await this.doFetch(url, {
-          method,
-          headers,
-          body: req.json !== undefined ? JSON.stringify(req.json) : req.body,
-          signal: AbortSignal.any(signals),
-        });
-        body = Buffer.from(await res.arrayBuffer());
+        ({ res, body } = await inSpan(method, () => upstreamCallSpec(method, url, this.opts.provider), async (span) => {
+          const answer = await this.doFetch(url, {
+            method,
+            headers,
+            body: req.json !== undefined ? JSON.stringify(req.json) : req.body,
+            signal: AbortSignal.any(signals),
+          });
+          span?.setAttribute('http.response.status_code', answer.status);
+          if (span && answer.status >= 400) failSpan(span, `HTTP ${answer.status}`);
+          return { res: answer, body: Buffer.from(await answer.arrayBuffer()) };
+        }));
       } catch (err) {
         req.signal?.throwIfAborted();
         const timedOut = (err as Error).name === 'TimeoutError';

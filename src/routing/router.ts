@@ -18,6 +18,7 @@ import { Channel, type ChannelState } from './channel.ts';
 import type { ChannelSpec, RoutingPolicy } from './channel-config.ts';
 import { ChannelMetrics, type ChannelFigures } from './channel-metrics.ts';
 import { classifyFailure, type Failure } from './failures.ts';
+import { failSpan, GEN_AI, inSpan } from '../telemetry/tracing.ts';
 
 /** The name of the channel of a provider the built-in engine serves (no configuration). */
 export const LOCAL_CHANNEL = 'local';
@@ -94,6 +95,11 @@ interface ChannelEntry {
 }
 
 const NO_CHANNELS: Channel[][] = [];
+
+/** The attributes of one attempt's span: where it went, and the how-manieth on this model. */
+function attemptAttributes(model: LiveModel, channel: Channel, number: number, resumed: boolean) {
+  return { [GEN_AI.requestModel]: model.alias, [GEN_AI.providerName]: channel.provider, 'gengate.routing.channel': channel.name, 'gengate.routing.attempt': number, 'gengate.routing.resumed': resumed };
+}
 
 export class ChannelRouter {
   private readonly entries = new Map<Channel, ChannelEntry>();
@@ -255,7 +261,14 @@ export class ChannelRouter {
         record.channel = channel.name;
         record.warnings = warnings;
         if (!resumed) await plan.beforeAttempt?.(record);
-        const outcome = await this.attempt(channel, () => call(this.target(model, channel, record, input, resumed)), plan.signal);
+        const outcome = await inSpan(`routing attempt ${channel.provider}/${channel.name}`, () => ({ attributes: attemptAttributes(model, channel, made, resumed) }), async (span) => {
+          const result = await this.attempt(channel, () => call(this.target(model, channel, record, input, resumed)), plan.signal);
+          if (span && !result.ok) {
+            span.setAttribute('gengate.routing.failure', result.failure.kind);
+            failSpan(span, result.error);
+          }
+          return result;
+        });
         if (outcome.ok) return { ok: true, value: outcome.value, record };
         lastError = outcome.error;
         if (plan.signal?.aborted) return { ok: false, error: outcome.error, record };

@@ -217,6 +217,8 @@ export interface TaskRow {
   result: string | null;
   /** JSON a run saved for its resumption (RunContext.remember), e.g. the upstream task id. */
   saved_state: string | null;
+  /** JSON W3C trace-context headers of the submitting request while tracing is on, else null. */
+  trace_context: string | null;
   callback_url: string | null;
   /** Instance that ran (or runs) the task. */
   server: string | null;

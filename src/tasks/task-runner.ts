@@ -4,7 +4,7 @@ import { isTerminal } from '../core/task-state.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
 import type { TaskRouting } from '../routing/task-routing.ts';
-import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput } from '../providers/spec.ts';
+import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type TaskInput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { EventBus } from './event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
@@ -13,6 +13,8 @@ import type { TaskClaim } from './task-queue.ts';
 import type { BillingEntry, RoutingRecord } from '../core/result-types.ts';
 import { parseResult, type TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
+import { failSpan, GEN_AI, inSpan, restoredTraceContext, SpanKind } from '../telemetry/tracing.ts';
+import type { Span } from '@opentelemetry/api';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
 const MAX_ATTEMPTS = 3;
@@ -50,6 +52,15 @@ export class TaskRunner {
   readonly handle = async (claim: TaskClaim): Promise<void> => {
     const row = await this.deps.tasks.load(claim.taskId);
     if (!row || isTerminal(row.status)) return;
+    // A child of the submitting request's span, wherever the task runs.
+    await inSpan(`task run ${row.endpoint}`, () => ({
+      kind: SpanKind.CONSUMER,
+      parent: restoredTraceContext(row.trace_context),
+      attributes: { [GEN_AI.operationName]: 'generate_content', [GEN_AI.requestModel]: row.model, 'gengate.task.id': row.id, 'gengate.task.output_type': row.output_type, 'gengate.task.attempt': claim.attempt },
+    }), (span) => this.run(row, claim, span));
+  };
+
+  private async run(row: TaskRow, claim: TaskClaim, span: Span | undefined): Promise<void> {
     const log = this.deps.logger.child({ taskId: row.id, attempt: claim.attempt });
     if (claim.attempt > MAX_ATTEMPTS) {
       await this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
@@ -61,7 +72,9 @@ export class TaskRunner {
       return;
     }
     const engine = this.deps.engines.engineFor(model);
-    const job: GenerationJob = { taskId: row.id, ownerId: row.owner_id, endpoint: row.endpoint, model, input: JSON.parse(row.input) as Record<string, unknown>, attempt: claim.attempt,
+    // The endpoint's service stored the row's input as that endpoint's type: read back, it is that type again.
+    const stored = { endpoint: row.endpoint, input: JSON.parse(row.input) as unknown } as TaskInput;
+    const job: GenerationJob = { taskId: row.id, ownerId: row.owner_id, ...stored, model, attempt: claim.attempt,
       ...(row.saved_state ? { saved: JSON.parse(row.saved_state) as Record<string, unknown> } : {}),
     };
 
@@ -111,10 +124,15 @@ export class TaskRunner {
       routing = routed.record;
       if (!routed.ok) throw routed.error;
       const output = routed.value;
+      span?.setAttributes({
+        [GEN_AI.responseModel]: routing.model, [GEN_AI.providerName]: routing.provider, [GEN_AI.system]: routing.provider, 'gengate.routing.channel': routing.channel,
+        ...(output.usage ? { [GEN_AI.inputTokens]: output.usage.input_tokens, [GEN_AI.outputTokens]: output.usage.output_tokens } : {}),
+      });
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
       await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: latest });
     } catch (err) {
+      if (span && !controller.signal.aborted) failSpan(span, err);
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
         const reason: unknown = controller.signal.reason;
@@ -140,7 +158,7 @@ export class TaskRunner {
       claim.signal.removeEventListener('abort', onLost);
       this.running.delete(row.id);
     }
-  };
+  }
 
   private async fail(taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<void> {
     await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {});

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { savedTraceContext } from '../telemetry/tracing.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import { isTerminal, transition, type TaskChange, type TaskState, type TaskStatus } from '../core/task-state.ts';
@@ -116,6 +117,7 @@ export class TaskService {
       input: JSON.stringify(spec.input),
       result: spec.warnings?.length ? JSON.stringify({ warnings: spec.warnings } satisfies TaskResult) : null,
       saved_state: null,
+      trace_context: savedTraceContext(),
       callback_url: callback.callback_url ?? null,
       server: null,
       attempts: 0,

@@ -1,6 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Admission, LimitsService } from '../../limits/limits-service.ts';
 import { rateHeaders } from '../../limits/limits-service.ts';
+import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, idempotencyKeyOf, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
 declare module 'fastify' {
@@ -55,7 +56,9 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
         request.idempotent = start;
       }
     }
-    const admission = await deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(url) });
+    const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
+      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(url) }),
+    );
     request.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));
     reply.raw.once('close', () => {

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
 import { Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
@@ -78,7 +79,12 @@ export class ChatTransport {
       const retriesLeft = attempt < retry.attempts;
       let res: Dispatcher.ResponseData;
       try {
-        res = await this.#pool.request({ method: 'POST', path: this.#basePath + path, headers, body, signal });
+        res = await inSpan('POST', () => upstreamCallSpec('POST', new URL(this.#basePath + path, this.opts.baseURL), provider), async (span) => {
+          const answer = await this.#pool.request({ method: 'POST', path: this.#basePath + path, headers, body, signal });
+          span?.setAttribute('http.response.status_code', answer.statusCode);
+          if (span && answer.statusCode >= 400) failSpan(span, `HTTP ${answer.statusCode}`);
+          return answer;
+        });
       } catch (err) {
         signal.throwIfAborted();
         const code = (err as { code?: string }).code ?? '';

@@ -14,6 +14,7 @@ import * as limitsUsage from './0018-limits-usage.ts';
 import * as idempotencyKeys from './0019-idempotency-keys.ts';
 import * as openaiResponses from './0021-openai-responses.ts';
 import * as channelDisables from './0020-channel-disables.ts';
+import * as taskTraceContext from './0025-task-trace-context.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -32,4 +33,5 @@ export const migrations: Record<string, Migration> = {
   '0019_idempotency_keys': idempotencyKeys,
   '0021_openai_responses': openaiResponses,
   '0020_channel_disables': channelDisables,
+  '0025_task_trace_context': taskTraceContext,
 };
