@@ -12,7 +12,9 @@ const PIXEL_PNG = Buffer.from('iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAAD
  */
 export const noopAdapter: AdapterFactory = (): GenerationEngine => ({
   cancellable: true,
-  run: async (): Promise<GenerationOutput> => ({
-    files: [{ type: 'image', data: PIXEL_PNG, fileName: 'noop.png', mimeType: 'image/png', mediaSize: { type: 'image', width: 1, height: 1, status: 1 } }],
+  // Named after the task, as the local engine names its outputs: a name shared by every task
+  // would be numbered anew each time (a (1).png, a (2).png, …), one lookup per number taken.
+  run: async (job): Promise<GenerationOutput> => ({
+    files: [{ type: 'image', data: PIXEL_PNG, fileName: `${job.taskId}.png`, mimeType: 'image/png', mediaSize: { type: 'image', width: 1, height: 1, status: 1 } }],
   }),
 });
