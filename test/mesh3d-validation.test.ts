@@ -25,12 +25,12 @@ const scriptedEngine: GenerationEngine = {
   cancellable: true,
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
     await ctx.remember({ upstream: { provider: 'scripted', task_id: `up-${job.taskId}` } });
-    if (job.input.prompt === 'fail') throw new TaskFailedError('scripted failure');
+    if (job.endpoint === 'mesh3d.generate.text' && job.input.prompt === 'fail') throw new TaskFailedError('scripted failure');
     const op = job.endpoint.split('.').pop();
     if (op === 'check_riggable') return { files: [], extra: { riggable: true, rig_type: 'biped' } };
     const extra: Record<string, unknown> = { face_count: 100, format: 'glb' };
     if (op === 'segmentation') extra.parts = ['head', 'body', 'legs'];
-    if (op === 'rig') extra.rig = { rig_type: job.input.rig_type, spec: job.input.spec, bones: ['hips', 'spine'] };
+    if (job.endpoint === 'mesh3d.edit.rig') extra.rig = { rig_type: job.input.rig_type, spec: job.input.spec, bones: ['hips', 'spine'] };
     return {
       files: [
         { type: '3d', role: 'model', data: Buffer.from(`model of ${job.taskId}`), fileName: `${job.taskId}.glb`, mimeType: 'model/gltf-binary' },
@@ -457,11 +457,16 @@ const EDIT_RULES: Rule[] = [
     ok: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: `up-${s.turboTask}` }),
     bad: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: `up-${s.genTask}` }),
     error: [400, 'invalid_parameter', 'draft_model_task_id'],
-    input: (i, s) => assert.deepEqual(i.source.upstream, { upstream: { provider: 'scripted', task_id: `up-${s.turboTask}` } }),
+    input: (i, s) => {
+      // The source keeps the upstream reference and the channel that holds it (a later edit goes to the same account).
+      assert.deepEqual(i.source.upstream.upstream, { provider: 'scripted', task_id: `up-${s.turboTask}` });
+      assert.equal(i.source.upstream.routing.model, 'tripo-turbo-v1.0-text');
+    },
   },
   { rule: 'refine draft task id may be the gateway task', path: E('refine'), ok: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.turboTask }), bad: (s) => ({ history_id: s.turbo, model: 'tripo-turbo-v1.0-text', draft_model_task_id: s.genTask }), error: [400, 'invalid_parameter', 'draft_model_task_id'] },
   { rule: 'block_size with blockgame only', path: E('stylize'), ok: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame', block_size: 32 }), bad: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'voxel', block_size: 32 }), error: [400, 'unsupported_parameter', 'block_size'] },
   { rule: 'block_size 32 to 128', path: E('stylize'), ok: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame' }), bad: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'blockgame', block_size: 129 }), error: [400, 'invalid_parameter', 'block_size'], input: (i) => assert.equal(i.block_size, 80) },
+  { rule: 'style is brick, voxel, voronoi or blockgame', path: E('stylize'), ok: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'brick' }), bad: (s) => ({ history_id: s.gen, model: 'tripo-v3.1', style: 'cubist' }), error: [400, 'invalid_parameter', 'style'] },
   { rule: 'stylize sources', path: E('stylize'), ok: (s) => ({ history_id: s.rigA, model: 'tripo-v3.1', style: 'voronoi' }), bad: (s) => ({ history_id: s.seg, model: 'tripo-v3.1', style: 'voronoi' }), error: [400, 'history_source_unsupported', 'history_id'] },
 ];
 
