@@ -69,6 +69,18 @@ function estimatedUsage(request: ChatRequest, completionChars: number): ChatUsag
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
+/** Characters of text and tool calls in streamed chunks. */
+function completionCharsOf(chunks: ChatChunk[]): number {
+  let chars = 0;
+  for (const chunk of chunks) {
+    for (const choice of chunk.choices) {
+      chars += choice.delta.content?.length ?? 0;
+      for (const call of choice.delta.tool_calls ?? []) chars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+    }
+  }
+  return chars;
+}
+
 /** The assistant message of a completion as a conversation keeps it. */
 function replyOf(completion: ChatCompletion): ChatMessage {
   const message = completion.choices[0]?.message;
@@ -152,22 +164,21 @@ export class ChatService {
     const alias = request.model.alias;
     const reply = turn ? new StreamedReply() : undefined;
     let usage: ChatUsage | undefined;
-    let completionChars = 0;
+    // Until the model sends its usage, the chunks it may have to be estimated from (read only then:
+    // a chunk kept as the upstream's frame is not parsed on the way through).
+    const unmetered: ChatChunk[] = [];
     let last: ChatChunk | undefined;
     try {
       for await (const chunk of chunks) {
         chunk.model = alias;
         if (chunk.usage) usage = chunk.usage;
-        for (const choice of chunk.choices) {
-          completionChars += choice.delta.content?.length ?? 0;
-          for (const call of choice.delta.tool_calls ?? []) completionChars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
-        }
+        else if (!usage) unmetered.push(chunk);
         reply?.add(chunk);
         last = chunk;
         yield chunk;
       }
       if (!usage) {
-        usage = estimatedUsage(request, completionChars);
+        usage = estimatedUsage(request, completionCharsOf(unmetered));
         yield {
           id: last?.id ?? 'chatcmpl-usage',
           object: 'chat.completion.chunk',

@@ -120,6 +120,8 @@ function usageWithoutParsing(data: string): { known: true; usage: undefined | nu
 
 const frameHandler: ProxyHandler<FrameState> = {
   get(state, key) {
+    // JSON has no symbol keys; `then` is looked up by every await and yield of the chunk.
+    if (typeof key === 'symbol' || (key === 'then' && !state.data.includes('"then"'))) return undefined;
     if (key === 'model' && !state.parsed && state.model !== undefined) return state.model;
     if (key === 'usage' && !state.parsed) {
       const read = usageWithoutParsing(state.data);
