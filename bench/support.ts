@@ -74,10 +74,11 @@ const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 
 /**
  * Runs `bench` with the env of a server on PostgreSQL in a schema of its own, dropped
- * afterwards; prints why and skips when PostgreSQL does not answer, or in a quick run (BENCH_QUICK=1).
+ * afterwards; prints why and skips when PostgreSQL does not answer, or in a quick run (BENCH_QUICK=1)
+ * unless `inQuickRun`.
  */
-export async function onPostgres(name: string, bench: (env: Record<string, string>) => Promise<void>): Promise<void> {
-  if (process.env.BENCH_QUICK === '1') {
+export async function onPostgres(name: string, bench: (env: Record<string, string>) => Promise<void>, opts: { inQuickRun?: boolean } = {}): Promise<void> {
+  if (process.env.BENCH_QUICK === '1' && !opts.inQuickRun) {
     process.stdout.write(`${name} (PostgreSQL): skipped in the quick run (npm run bench -- --full includes it)\n`);
     return;
   }
