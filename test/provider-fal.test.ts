@@ -60,11 +60,12 @@ describe('fal adapter: queue protocol and results', () => {
       assert.equal(err.originalMessage, 'The prompt was flagged by the content checker.');
       return true;
     });
-    // A quality fal has no name for reaches it unchanged and is refused there.
-    await assert.rejects(run(engine, job('fal-tripo-v3.1', 'mesh3d.generate.text', { prompt: 'x', geometry_quality: 'extreme' })), (err: unknown) => {
+    // Three views pass the gateway's rules; fal wants four and refuses them, its detail the original message.
+    const views = ['front', 'back', 'left'].map((v) => ({ view_type: v, file: { url: `${IMG}${v}.png` } }));
+    await assert.rejects(run(engine, job('fal-tripo-p1', 'mesh3d.generate.multiview', { view_images: views })), (err: unknown) => {
       assert.ok(err instanceof TaskFailedError);
       assert.equal(err.message, 'fal answered HTTP 422');
-      assert.equal(err.originalMessage, "body.geometry_quality: value is not a valid enumeration member; permitted: 'standard', 'ultra'");
+      assert.equal(err.originalMessage, 'body.image_urls: exactly 4 images are required');
       return true;
     });
   });

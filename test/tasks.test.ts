@@ -353,7 +353,7 @@ describe('tasks on a scripted engine', () => {
     const engine: GenerationEngine = {
       cancellable: true,
       check(job) {
-        if (job.input.prompt === 'refuse me') throw new TaskRejectedError('this engine refuses that prompt');
+        if (job.endpoint === 'images.generations' && job.input.prompt === 'refuse me') throw new TaskRejectedError('this engine refuses that prompt');
       },
       run: async () => ({ files: [] }),
     };
@@ -450,7 +450,7 @@ describe('tasks on a scripted engine', () => {
 describe('local engine', () => {
   it('spreads its progress over LOCAL_ENGINE_MIN_DURATION_MS', async () => {
     const engine = new LocalEngine({ minDurationMs: 300 });
-    const job = { taskId: 't', ownerId: 'o', endpoint: 'images.generations', model: { alias: 'm' } as GenerationJob['model'], input: { size: '8x8' }, attempt: 1 };
+    const job: GenerationJob = { taskId: 't', ownerId: 'o', endpoint: 'images.generations', model: { alias: 'm' } as GenerationJob['model'], input: { prompt: 'a dot', size: '8x8' }, attempt: 1 };
     const ctx = runContext();
     const seen = ctx.progressSeen;
     const started = Date.now();

@@ -86,7 +86,7 @@ describe('upstream client', () => {
 });
 
 describe('upstream task engine', () => {
-  const job = { taskId: 't1', ownerId: 'o', endpoint: 'x', model: {} as GenerationJob['model'], input: {}, attempt: 1 } satisfies GenerationJob;
+  const job = { taskId: 't1', ownerId: 'o', endpoint: 'images.generations', model: {} as GenerationJob['model'], input: { prompt: 'x' }, attempt: 1 } satisfies GenerationJob;
 
   it('submits once, saves the reference, polls with progress until success; a resumed run polls without submitting', async () => {
     let submits = 0;

@@ -30,16 +30,16 @@ export function digitalHumanModeOf(model: LiveModel): DigitalHumanMode {
 type DigitalHumanGenerationParams = Omit<DigitalHumanGenerationInput, 'resource'>;
 
 /**
- * The task input of a generation in `mode`: an option of the other mode is 400
+ * The task input of a generation in `mode`, but for the resource the service adds: an option of the other mode is 400
  * unsupported_parameter; the mode's defaults are filled in (Lite: start 0 s, align_audio on).
  */
-export function generationInputFor(mode: DigitalHumanMode, params: DigitalHumanGenerationParams): DigitalHumanGenerationInput {
+export function generationInputFor(mode: DigitalHumanMode, params: DigitalHumanGenerationParams): DigitalHumanGenerationParams {
   for (const [field, only] of Object.entries(MODE_ONLY)) {
     if (params[field as keyof DigitalHumanGenerationParams] !== undefined && only !== mode) {
       throw new ApiError('unsupported_parameter', `${field} is a ${MODE_NAMES[only]} mode option; this model runs in ${MODE_NAMES[mode]} mode`, field);
     }
   }
-  const input: DigitalHumanGenerationInput = { ...params, separate_vocal: params.separate_vocal ?? false };
+  const input: DigitalHumanGenerationParams = { ...params, separate_vocal: params.separate_vocal ?? false };
   if (mode === 'basic') return { ...input, open_scenedet: params.open_scenedet ?? false };
   const alignAudio = params.align_audio ?? true;
   if (params.align_audio_reverse === true && !alignAudio) {

@@ -43,4 +43,4 @@ export type DigitalHumanCreateInput = Omit<DigitalHumanCreateBody, 'model'>;
  * Task input of `digital-human.generations`: the body without `model`, the mode's defaults
  * filled in; `resource` is the gateway's record of the resource, added at submit.
  */
-export type DigitalHumanGenerationInput = Omit<DigitalHumanGenerationBody, 'model'> & { resource?: DigitalHumanJobResource };
+export type DigitalHumanGenerationInput = Omit<DigitalHumanGenerationBody, 'model'> & { resource: DigitalHumanJobResource };

@@ -41,21 +41,26 @@ export interface JobContext {
   saved?: Record<string, unknown>;
 }
 
-/** One task as an engine sees it: the endpoint and the request's parameters as validated by the endpoint. */
-export type GenerationJob = JobContext & { endpoint: string; input: Record<string, unknown> };
+/**
+ * One task as an engine sees it: its endpoint and that endpoint's input, typed (a union by
+ * endpoint: narrowing on `endpoint`, or `inputOf`, gives the input its endpoint's type).
+ */
+export type GenerationJob = JobContext & TaskInput;
 
 /**
- * The typed input of a job of `endpoint`, the one place an adapter turns the stored input into
- * its endpoint's type (TaskInputs): the endpoint's service built it, and the adapter's
- * declaration guaranteed the endpoint at submit.
+ * The input of a job that must be of `endpoint` (the adapter's declaration guaranteed the
+ * endpoint at submit); another endpoint's job is refused.
  */
 export function inputOf<E extends Endpoint>(job: GenerationJob, endpoint: E): TaskInputs[E] {
   if (job.endpoint !== endpoint) throw new TaskRejectedError(`a ${endpoint} input was expected, not ${job.endpoint}`);
   return job.input as TaskInputs[E];
 }
 
-/** A job of one endpoint (or of several), e.g. `JobOf<'images.edits'>`. */
-export type JobOf<E extends Endpoint> = JobContext & Extract<TaskInput, { endpoint: E }>;
+/**
+ * A job of one endpoint (or of several), e.g. `JobOf<'images.edits'>`: a union by endpoint, so
+ * narrowing on `endpoint` types `input`; for a generic `E` its input is `TaskInputs[E]`.
+ */
+export type JobOf<E extends Endpoint> = JobContext & { [K in E]: { endpoint: K; input: TaskInputs[K] } }[E];
 
 /** Limits an adapter declares for an endpoint; a request beyond them is refused at submit (400). */
 export interface EndpointLimits {

@@ -41,7 +41,8 @@ export function catalogJob(alias: string, endpoint: string, input: Record<string
   catalog ??= loadCatalog({ config: {} });
   const model = catalog.find(alias);
   assert.ok(model, alias);
-  return { taskId: `task-${++jobs}`, ownerId: 'u1', endpoint, model: realModel ? { ...model, defaultRealModelName: realModel } : model, input, attempt: 1 };
+  // The input as the endpoint's service builds it.
+  return { taskId: `task-${++jobs}`, ownerId: 'u1', endpoint, model: realModel ? { ...model, defaultRealModelName: realModel } : model, input, attempt: 1 } as GenerationJob;
 }
 
 /** Runs the engine's check and then the job, as the worker does. */

@@ -1,7 +1,7 @@
 import { checkApiKey, downloadFile, fetchableUrl, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { FAL_SERVES, endpointIdOf, errorText, falInput, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
+import { FAL_SERVES, endpointIdOf, errorText, falInput, falJob, imageRefs, queueState, resultFile, resultLinks, submitted } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://queue.fal.run';
 
@@ -21,12 +21,13 @@ export const falAdapter: AdapterFactory = (ctx) => {
 
   return upstreamTaskEngine<FalRef>({
     check(job) {
-      endpointIdOf(job);
+      endpointIdOf(falJob(job));
       checkApiKey(ctx);
     },
-    async submit(job, run) {
+    async submit(generation, run) {
+      const job = falJob(generation);
       const urls: string[] = [];
-      for (const ref of imageRefs(job.input)) urls.push(await fetchableUrl(ref, run, 'image.png'));
+      for (const ref of imageRefs(job)) urls.push(await fetchableUrl(ref, run, 'image.png'));
       const input = falInput(job, urls);
       const res = await api.request({ path: `/${endpointIdOf(job)}`, json: input, signal: run.signal });
       const queued = submitted(replyJson(res, ctx.provider, 'the queue submit'));

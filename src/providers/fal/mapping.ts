@@ -3,7 +3,7 @@
  * input JSON, and the queue's status and result replies → generated files. Pure functions.
  */
 import { guessMimeType } from '../../core/mime-type.ts';
-import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 
 type Json = Record<string, unknown>;
@@ -19,7 +19,7 @@ const ENDPOINT_IDS: Record<string, Record<Kind, string>> = {
 const FOUR_VIEWS = ['front', 'left', 'back', 'right'];
 
 /** fal calls the highest geometry quality `ultra`. */
-const GEOMETRY_QUALITY: Record<string, string> = { standard: 'standard', detailed: 'ultra' };
+const GEOMETRY_QUALITY: Record<'standard' | 'detailed', string> = { standard: 'standard', detailed: 'ultra' };
 
 /** Fields the mapping reads (FAL_SERVES); the others are the task's warnings from its submit. */
 const READ = new Set(['prompt', 'file', 'view_images', 'enable_texture', 'enable_pbr', 'texture_quality', 'geometry_quality']);
@@ -27,42 +27,42 @@ const READ = new Set(['prompt', 'file', 'view_images', 'enable_texture', 'enable
 /** The three generations, each reading the fields of READ. */
 export const FAL_SERVES: EngineDeclaration = Object.fromEntries((['text', 'image', 'multiview'] as const).map((kind) => [`mesh3d.generate.${kind}`, { fields: [...READ] }]));
 
-/** The fal endpoint id of a job; refuses what fal does not host. */
-export function endpointIdOf(job: GenerationJob): string {
-  const kind = /^mesh3d\.generate\.(text|image|multiview)$/.exec(job.endpoint)?.[1] as Kind | undefined;
-  if (!kind) throw new TaskRejectedError(`fal hosts 3D generation only; it does not run ${job.endpoint} tasks`);
+/** A 3D generation job: what fal hosts. */
+export type FalJob = JobOf<`mesh3d.generate.${Kind}`>;
+
+/** The job as the 3D generation it must be; refuses what fal does not host. */
+export function falJob(job: GenerationJob): FalJob {
+  if (!/^mesh3d\.generate\.(text|image|multiview)$/.test(job.endpoint)) throw new TaskRejectedError(`fal hosts 3D generation only; it does not run ${job.endpoint} tasks`);
+  return job as FalJob;
+}
+
+/** The fal endpoint id of a job; refuses a model fal does not host. */
+export function endpointIdOf(job: FalJob): string {
+  const kind = job.endpoint.slice('mesh3d.generate.'.length) as Kind;
   const ids = ENDPOINT_IDS[job.model.defaultRealModelName.toLowerCase()];
   if (!ids) throw new TaskRejectedError(`fal has no model for ${job.model.defaultRealModelName} (expected ${Object.keys(ENDPOINT_IDS).join(' or ')})`);
   return ids[kind];
 }
 
-const refOf = (value: unknown): string | undefined => {
-  const url = (value as { url?: unknown } | undefined)?.url;
-  return typeof url === 'string' ? url : undefined;
-};
-
-/** Image references in the order the input lists them (one image, or the four views). */
-export function imageRefs(input: Json): string[] {
-  const file = refOf(input.file);
-  if (file) return [file];
-  const views = Array.isArray(input.view_images) ? (input.view_images as { view_type?: unknown; file?: unknown }[]) : [];
-  return FOUR_VIEWS.flatMap((type) => {
-    const ref = refOf(views.find((v) => v.view_type === type)?.file);
-    return ref ? [ref] : [];
-  });
+/** Image references in the order fal takes them (one image, or the four views). */
+export function imageRefs(job: FalJob): string[] {
+  if (job.endpoint === 'mesh3d.generate.image') return [job.input.file.url];
+  if (job.endpoint === 'mesh3d.generate.text') return [];
+  const views = job.input.view_images;
+  return FOUR_VIEWS.flatMap((type) => views.filter((v) => v.view_type === type).slice(0, 1).map((v) => v.file.url));
 }
 
 /** The model input of the submit; `urls` are the public URLs of imageRefs, in their order. */
-export function falInput(job: GenerationJob, urls: string[]): Json {
+export function falInput(job: FalJob, urls: string[]): Json {
   const src = job.input;
   const input: Json = {};
-  if (typeof src.prompt === 'string') input.prompt = src.prompt;
+  if (job.endpoint === 'mesh3d.generate.text') input.prompt = job.input.prompt;
   if (job.endpoint === 'mesh3d.generate.image') input.image_url = urls[0];
   if (job.endpoint === 'mesh3d.generate.multiview') input.image_urls = urls;
-  if (typeof src.enable_texture === 'boolean') input.texture = src.enable_texture;
-  if (typeof src.enable_pbr === 'boolean') input.pbr = src.enable_pbr;
-  if (typeof src.texture_quality === 'string') input.texture_quality = src.texture_quality;
-  if (typeof src.geometry_quality === 'string') input.geometry_quality = GEOMETRY_QUALITY[src.geometry_quality] ?? src.geometry_quality;
+  if (src.enable_texture !== undefined) input.texture = src.enable_texture;
+  if (src.enable_pbr !== undefined) input.pbr = src.enable_pbr;
+  if (src.texture_quality !== undefined) input.texture_quality = src.texture_quality;
+  if (src.geometry_quality !== undefined) input.geometry_quality = GEOMETRY_QUALITY[src.geometry_quality];
   return input;
 }
 

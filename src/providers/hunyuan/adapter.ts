@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { downloadFile, fetchableUrl, replyJson, servesEndpoints, stringOption, type AdapterFactory } from '../adapter-support.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type JobOf, type RunContext } from '../spec.ts';
 import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
@@ -89,9 +89,8 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
   }
 
   /** The edited model as Tencent Cloud's File3D: its URL (gateway files are public) and type. */
-  async function sourceModel(job: GenerationJob, run: RunContext): Promise<{ Type: string; Url: string }> {
-    const ref = (job.input.source as { model?: unknown } | undefined)?.model;
-    if (typeof ref !== 'string') throw new TaskFailedError('the source history has no model file to hand to Hunyuan');
+  async function sourceModel(job: JobOf<'mesh3d.edit.smart_lowpoly' | 'mesh3d.edit.texture'>, run: RunContext): Promise<{ Type: string; Url: string }> {
+    const ref = job.input.source.model;
     const file = await run.readInput(ref);
     const type = file3dType(file);
     return { Type: type, Url: /^https?:\/\//i.test(ref) ? ref : await run.publish(file.data, `source.${type.toLowerCase()}`, file.mimeType) };
@@ -106,7 +105,7 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
       const kind = jobKindOf(job);
       const urls = new Map<string, string>();
       for (const ref of imageRefs(job)) if (!urls.has(ref)) urls.set(ref, await fetchableUrl(ref, run, 'image.png'));
-      const model = job.endpoint.startsWith('mesh3d.edit.') ? await sourceModel(job, run) : undefined;
+      const model = job.endpoint === 'mesh3d.edit.smart_lowpoly' || job.endpoint === 'mesh3d.edit.texture' ? await sourceModel(job, run) : undefined;
       const { payload, dropped } = submitPayload(job, urls, model);
       for (const field of dropped) run.warn(`${field} was not sent: Hunyuan does not take it`);
       const jobId = submittedJobId(await call(kind.submit, payload, run), kind.submit);

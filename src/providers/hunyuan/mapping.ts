@@ -4,7 +4,7 @@
  * replies → generated files. Pure functions.
  */
 import { guessMimeType } from '../../core/mime-type.ts';
-import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 
 type Json = Record<string, unknown>;
@@ -20,7 +20,9 @@ const RAPID: JobKind = { submit: 'SubmitHunyuanTo3DRapidJob', query: 'QueryHunyu
 const REDUCE_FACE: JobKind = { submit: 'SubmitReduceFaceJob', query: 'DescribeReduceFaceJob' };
 const TEXTURE: JobKind = { submit: 'SubmitTextureTo3DJob', query: 'DescribeTextureTo3DJob' };
 
-const GENERATION = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview']);
+type GenerateEndpoint = 'mesh3d.generate.text' | 'mesh3d.generate.image' | 'mesh3d.generate.multiview';
+const GENERATION: readonly string[] = ['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview'] satisfies GenerateEndpoint[];
+const isGeneration = (job: GenerationJob): job is JobOf<GenerateEndpoint> => GENERATION.includes(job.endpoint);
 /** Edits Tencent Cloud runs on a model file given by URL. */
 const EDITS: Record<string, JobKind> = { 'mesh3d.edit.smart_lowpoly': REDUCE_FACE, 'mesh3d.edit.texture': TEXTURE };
 
@@ -42,44 +44,41 @@ function generationModel(name: string): { kind: JobKind; version?: string } {
 export function jobKindOf(job: GenerationJob): JobKind {
   const edit = EDITS[job.endpoint];
   if (edit) return edit;
-  if (!GENERATION.has(job.endpoint)) throw new TaskRejectedError(`Hunyuan does not run ${job.endpoint} tasks`);
+  if (!isGeneration(job)) throw new TaskRejectedError(`Hunyuan does not run ${job.endpoint} tasks`);
   const { kind } = generationModel(job.model.defaultRealModelName);
   if (kind === RAPID) {
     if (job.endpoint === 'mesh3d.generate.multiview') throw new TaskRejectedError('the Hunyuan Rapid job takes no multiview input');
-    const prompt = job.input.prompt;
-    if (typeof prompt === 'string' && [...prompt].length > RAPID_PROMPT_MAX) throw new TaskRejectedError(`the Hunyuan Rapid job takes prompts of at most ${RAPID_PROMPT_MAX} characters`);
+    if (job.endpoint === 'mesh3d.generate.text' && [...job.input.prompt].length > RAPID_PROMPT_MAX) throw new TaskRejectedError(`the Hunyuan Rapid job takes prompts of at most ${RAPID_PROMPT_MAX} characters`);
   }
   return kind;
 }
 
-const refOf = (value: unknown): string | undefined => {
-  const url = (value as { url?: unknown } | undefined)?.url;
-  return typeof url === 'string' ? url : undefined;
-};
+/** The views of a multiview generation, their images by reference. */
+function viewsOf(job: GenerationJob): { view_type: string; ref: string }[] {
+  return job.endpoint === 'mesh3d.generate.multiview' ? job.input.view_images.map((v) => ({ view_type: v.view_type, ref: v.file.url })) : [];
+}
 
-function viewsOf(input: Json): { view_type: string; ref: string }[] {
-  const views = Array.isArray(input.view_images) ? (input.view_images as { view_type?: unknown; file?: unknown }[]) : [];
-  return views.flatMap((v) => {
-    const ref = refOf(v.file);
-    return typeof v.view_type === 'string' && ref ? [{ view_type: v.view_type, ref }] : [];
-  });
+/** The picture of an image generation, or the image of a texture edit's prompt. */
+function pictureOf(job: GenerationJob): string | undefined {
+  if (job.endpoint === 'mesh3d.generate.image') return job.input.file.url;
+  if (job.endpoint === 'mesh3d.edit.texture') return job.input.texture_prompt?.image?.url;
+  return undefined;
 }
 
 /** Image references the payload needs as URLs Tencent Cloud can fetch. */
 export function imageRefs(job: GenerationJob): string[] {
-  const input = job.input;
-  const prompt = (input.texture_prompt ?? {}) as Json;
-  return [refOf(input.file), ...viewsOf(input).map((v) => v.ref), refOf(prompt.image)].filter((r): r is string => r !== undefined);
+  return [pictureOf(job), ...viewsOf(job).map((v) => v.ref)].filter((r): r is string => r !== undefined);
 }
+
+const FACE_LEVELS: readonly string[] = ['high', 'medium', 'low'];
 
 /** Face reduction levels; a number goes as the nearest level (Tencent Cloud takes levels only). */
-function faceLevel(value: unknown): string | undefined {
-  if (typeof value === 'string') return ['high', 'medium', 'low'].includes(value) ? value : undefined;
-  if (typeof value !== 'number') return undefined;
-  return value >= 20_000 ? 'high' : value >= 5_000 ? 'medium' : 'low';
+function faceLevel(value: number | string | undefined): string | undefined {
+  if (typeof value === 'number') return value >= 20_000 ? 'high' : value >= 5_000 ? 'medium' : 'low';
+  return value !== undefined && FACE_LEVELS.includes(value) ? value : undefined;
 }
 
-const polygonType = (topology: unknown) => (topology === 'quad' ? 'quadrilateral' : 'triangle');
+const polygonType = (topology: string | undefined) => (topology === 'quad' ? 'quadrilateral' : 'triangle');
 
 /** Fields each kind of task reads; others set are dropped with a warning. */
 const READ = new Set([
@@ -97,30 +96,29 @@ export interface SubmitPayload {
  * model of an edit as `{Type, Url}`.
  */
 export function submitPayload(job: GenerationJob, urls: ReadonlyMap<string, string>, model?: { Type: string; Url: string }): SubmitPayload {
-  const input = job.input;
   const url = (ref: string | undefined) => (ref ? (urls.get(ref) ?? ref) : undefined);
   const payload: Json = {};
   const set = (key: string, value: unknown) => {
     if (value !== undefined && value !== null) payload[key] = value;
   };
   const kind = jobKindOf(job);
-  if (kind === REDUCE_FACE) {
+  if (job.endpoint === 'mesh3d.edit.smart_lowpoly') {
     set('File3D', model);
-    set('PolygonType', polygonType(input.topology));
-    set('FaceLevel', faceLevel(input.face_limit));
-  } else if (kind === TEXTURE) {
-    const prompt = (input.texture_prompt ?? {}) as Json;
+    set('PolygonType', polygonType(job.input.topology));
+    set('FaceLevel', faceLevel(job.input.face_limit));
+  } else if (job.endpoint === 'mesh3d.edit.texture') {
     set('File3D', model);
-    set('Prompt', prompt.text);
-    const image = url(refOf(prompt.image));
+    set('Prompt', job.input.texture_prompt?.text);
+    const image = url(pictureOf(job));
     if (image) set('Image', { Url: image });
-    set('EnablePBR', input.pbr);
-  } else {
+    set('EnablePBR', job.input.pbr);
+  } else if (isGeneration(job)) {
+    const input = job.input;
     const { version } = generationModel(job.model.defaultRealModelName);
     set('Model', version);
-    set('Prompt', input.prompt);
-    const views = viewsOf(input);
-    set('ImageUrl', url(refOf(input.file) ?? views.find((v) => v.view_type === 'front')?.ref));
+    if (job.endpoint === 'mesh3d.generate.text') set('Prompt', job.input.prompt);
+    const views = viewsOf(job);
+    set('ImageUrl', url(pictureOf(job) ?? views.find((v) => v.view_type === 'front')?.ref));
     const others = views.filter((v) => v.view_type !== 'front');
     if (others.length > 0) set('MultiViewImages', others.map((v) => ({ ViewType: v.view_type, ViewImageUrl: url(v.ref) })));
     const textured = input.enable_texture !== false;
@@ -138,7 +136,7 @@ export function submitPayload(job: GenerationJob, urls: ReadonlyMap<string, stri
       if (textured) set('EnablePBR', input.enable_pbr);
     }
   }
-  return { payload, dropped: Object.keys(input).filter((k) => input[k] !== undefined && !READ.has(k)) };
+  return { payload, dropped: Object.entries(job.input).filter(([key, value]) => value !== undefined && !READ.has(key)).map(([key]) => key) };
 }
 
 /** Source model formats the edit jobs take. */

@@ -1,5 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
-import { TaskRejectedError, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
+import { TaskRejectedError, type Endpoint, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import type { LocalHandler } from './local-handler.ts';
 import { MAX_IMAGE_SIDE } from './image/image-size.ts';
 
@@ -12,18 +12,19 @@ const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 /** The saved state of a run: how many progress steps it reported. */
 const SAVED_STEPS = 'local_progress_steps';
 
-type HandlerLoader = () => Promise<LocalHandler>;
+type HandlerLoader<E extends Endpoint> = () => Promise<LocalHandler<E>>;
+type MeshEndpoint = Extract<Endpoint, `mesh3d.${string}`>;
 
 /** The /v1/mesh3d endpoints of mesh/mesh-handlers.ts, named here so that module loads only when one runs. */
-export const MESH_ENDPOINTS = ['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'].map((name) => `mesh3d.${name}`);
-const meshHandler = (endpoint: string): HandlerLoader => async () => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint]!;
+export const MESH_ENDPOINTS = (['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'] as const).map((name): MeshEndpoint => `mesh3d.${name}`);
+const meshHandler = <E extends MeshEndpoint>(endpoint: E): HandlerLoader<E> => async () => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint];
 
 /**
  * What the local engine does for each generation endpoint. Each handler's module (and the
  * image, audio, video and mesh libraries behind it) loads on first use, so a gateway that never
  * runs one does not keep it in memory.
  */
-const HANDLERS: Record<string, HandlerLoader> = {
+const HANDLERS: { [E in Endpoint]: HandlerLoader<E> } = {
   'images.generations': async () => (await import('./image/generate-image.ts')).generateImage,
   'ai.generations': async () => (await import('./image/generate-image.ts')).generateImage,
   'images.edits': async () => (await import('./image/edit-image.ts')).editImage,
@@ -32,7 +33,7 @@ const HANDLERS: Record<string, HandlerLoader> = {
   'video.generations': async () => (await import('./video/generate-video.ts')).generateVideo,
   'digital-human.create': async () => (await import('./video/create-digital-human.ts')).createDigitalHuman,
   'digital-human.generations': async () => (await import('./video/lip-sync-video.ts')).lipSyncVideo,
-  ...Object.fromEntries(MESH_ENDPOINTS.map((endpoint) => [endpoint, meshHandler(endpoint)])),
+  ...(Object.fromEntries(MESH_ENDPOINTS.map((endpoint) => [endpoint, meshHandler(endpoint)])) as { [E in MeshEndpoint]: HandlerLoader<E> }),
 };
 
 /** Every handler's endpoint; the image ones draw sides up to MAX_IMAGE_SIDE. Workflow parameters are read as they come. */
@@ -52,7 +53,9 @@ export class LocalEngine implements GenerationEngine {
   constructor(private readonly opts: LocalEngineOptions) {}
 
   private async handlerOf(job: GenerationJob): Promise<LocalHandler> {
-    const load = HANDLERS[job.endpoint];
+    // HANDLERS pairs each endpoint with the handler of that endpoint's input, so the job's own
+    // endpoint picks a handler that reads its input; TypeScript cannot follow that pairing.
+    const load = HANDLERS[job.endpoint] as HandlerLoader<Endpoint> | undefined;
     if (!load) throw new TaskRejectedError(`the local engine has no ${job.endpoint} support`);
     return load();
   }

@@ -1,10 +1,12 @@
-import type { GenerationJob, GenerationOutput, RunContext } from '../spec.ts';
+import type { Endpoint, GenerationOutput, JobOf, RunContext } from '../spec.ts';
 
 /**
- * The local engine's work for one endpoint. `check` refuses a job before it starts
- * (TaskRejectedError); `run` produces the files, reading inputs through the context.
+ * The local engine's work for the endpoints `E`, reading their typed inputs. `check` refuses a
+ * job before it starts (TaskRejectedError); `run` produces the files, reading inputs through
+ * the context.
  */
-export interface LocalHandler {
-  check?(job: GenerationJob): void;
-  run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput>;
+// `in`: a handler of several endpoints serves each one of them.
+export interface LocalHandler<in E extends Endpoint = Endpoint> {
+  check?(job: JobOf<E>): void;
+  run(job: JobOf<E>, ctx: RunContext): Promise<GenerationOutput>;
 }

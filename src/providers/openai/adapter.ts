@@ -1,17 +1,12 @@
 import { imageFile, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile } from '../spec.ts';
 import { UpstreamClient } from '../upstream-client.ts';
-import { IMAGE_SERVES, editForm, imageRequestFields, isImageEndpoint, parseImagesReply, upstreamErrorText, type ImageEndpoint } from './mapping.ts';
+import { IMAGE_SERVES, editForm, imageRequestFields, isImageJob, parseImagesReply, upstreamErrorText, type ImageJob } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.openai.com/v1';
 
 /** Saved before the request goes out: a run resumed after a restart must not send (and pay for) it twice. */
 const SAVED_KEY = 'openai_images';
-
-function refsOf(value: unknown): string[] {
-  if (typeof value === 'string') return [value];
-  return Array.isArray(value) ? value.filter((v): v is string => typeof v === 'string') : [];
-}
 
 /**
  * OpenAI-compatible images (adapter `openai`): one synchronous request per task to
@@ -25,26 +20,26 @@ export const openaiImagesAdapter: AdapterFactory = (ctx) => {
   // Result URLs point at storage hosts: fetched without the API key.
   const downloads = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
 
-  function endpointOf(job: GenerationJob): ImageEndpoint {
-    if (!isImageEndpoint(job.endpoint)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
-    return job.endpoint;
+  function imageJob(job: GenerationJob): ImageJob {
+    if (!isImageJob(job)) throw new TaskRejectedError(`provider ${ctx.provider} (adapter openai) does not run ${job.endpoint} tasks`);
+    return job;
   }
 
   return {
     cancellable: false,
     serves: IMAGE_SERVES,
-    async run(job, rc): Promise<GenerationOutput> {
-      const endpoint = endpointOf(job);
+    async run(generation, rc): Promise<GenerationOutput> {
+      const job = imageJob(generation);
+      const { endpoint } = job;
       if (job.saved?.[SAVED_KEY]) throw new TaskFailedError('the request to the image provider was interrupted by a restart; it is not sent again because it may already have been billed');
-      const { fields, warnings } = imageRequestFields(endpoint, job.input, job.model);
+      const { fields, warnings } = imageRequestFields(job);
       for (const warning of warnings) rc.warn(warning);
 
       let body: { json: unknown } | { body: FormData };
-      if (endpoint === 'images.edits') {
+      if (job.endpoint === 'images.edits') {
         const images: InputFile[] = [];
-        for (const ref of refsOf(job.input.image)) images.push(await rc.readInput(ref));
-        if (images.length === 0) throw new TaskFailedError('an image edit needs at least one image');
-        const mask = typeof job.input.mask === 'string' ? await rc.readInput(job.input.mask) : undefined;
+        for (const ref of job.input.image) images.push(await rc.readInput(ref));
+        const mask = job.input.mask !== undefined ? await rc.readInput(job.input.mask) : undefined;
         body = { body: await editForm(fields, images, mask) };
       } else {
         body = { json: fields };

@@ -4,10 +4,10 @@
  * and converts bytes).
  */
 import { loadSharp } from '../load-sharp.ts';
-import type { LiveModel } from '../../catalog/catalog.ts';
 import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import type { Usage } from '../spec.ts';
-import { TaskFailedError, type EngineDeclaration, type InputFile } from '../spec.ts';
+import { TaskFailedError, type EngineDeclaration, type GenerationJob, type InputFile, type JobOf } from '../spec.ts';
+import type { ImageGenerationInput } from '../../images/schemas.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
 export const IMAGE_ENDPOINTS = {
@@ -41,8 +41,22 @@ export const IMAGE_SERVES: EngineDeclaration = Object.fromEntries(Object.keys(IM
   { fields: [...CONSUMED, ...PASSTHROUGH[endpoint === 'images.edits' ? 'edits' : 'generations']] },
 ]));
 
-export function isImageEndpoint(endpoint: string): endpoint is ImageEndpoint {
-  return endpoint in IMAGE_ENDPOINTS;
+/** A job of one of the image endpoints. */
+export type ImageJob = JobOf<ImageEndpoint>;
+
+export function isImageJob(job: GenerationJob): job is ImageJob {
+  return job.endpoint in IMAGE_ENDPOINTS;
+}
+
+/** What sets the size of an image request: its size fields, or the deprecated endpoint's width and height. */
+type SizeFields = Pick<ImageGenerationInput, 'size' | 'aspect_ratio' | 'resolution'> & { width?: number; height?: number };
+
+/**
+ * Free-form workflow parameters arrive untyped (`unknown`); a form or JSON field of OpenAI's
+ * takes a string, number or boolean.
+ */
+function isFieldValue(value: unknown): value is string | number | boolean {
+  return ['string', 'number', 'boolean'].includes(typeof value);
 }
 
 function parseSize(size: string): [number, number] | undefined {
@@ -55,11 +69,10 @@ function parseSize(size: string): [number, number] | undefined {
  * model's size closest to `aspect_ratio` and `resolution` (dropped with a warning when the
  * model has no size of that ratio).
  */
-export function sizeFor(input: Record<string, unknown>, capability: ImageCapabilityFields | undefined): { size?: string; warning?: string } {
-  if (typeof input.size === 'string') return { size: input.size };
-  if (typeof input.width === 'number' && typeof input.height === 'number') return { size: `${input.width}x${input.height}` };
-  const aspect = typeof input.aspect_ratio === 'string' ? input.aspect_ratio : undefined;
-  const resolution = typeof input.resolution === 'string' ? input.resolution : undefined;
+export function sizeFor(input: SizeFields, capability: ImageCapabilityFields | undefined): { size?: string; warning?: string } {
+  if (input.size !== undefined) return { size: input.size };
+  if (input.width !== undefined && input.height !== undefined) return { size: `${input.width}x${input.height}` };
+  const { aspect_ratio: aspect, resolution } = input;
   if (!aspect && !resolution) return {};
   const [rw, rh] = aspect ? aspect.split(':').map(Number) : [1, 1];
   const ratio = rw! / rh!;
@@ -79,19 +92,22 @@ export function sizeFor(input: Record<string, unknown>, capability: ImageCapabil
  * The upstream fields of an image request: model, prompt, n, size and the OpenAI options the
  * request carries; `warnings` names what the run could not send (a size it found no match for).
  */
-export function imageRequestFields(endpoint: ImageEndpoint, input: Record<string, unknown>, model: LiveModel): { fields: Record<string, string | number | boolean>; warnings: string[] } {
+export function imageRequestFields(job: ImageJob): { fields: Record<string, string | number | boolean>; warnings: string[] } {
+  const { endpoint, input, model } = job;
   const call = endpoint === 'images.edits' ? 'edits' : 'generations';
   const warnings: string[] = [];
   const fields: Record<string, string | number | boolean> = { model: model.defaultRealModelName };
-  if (typeof input.prompt === 'string') fields.prompt = input.prompt;
-  if (typeof input.n === 'number') fields.n = input.n;
-  const { size, warning } = sizeFor(input, model.capabilities[IMAGE_ENDPOINTS[endpoint]]);
+  if (input.prompt !== undefined) fields.prompt = input.prompt;
+  // The deprecated endpoint's parameters besides prompt, width and height are a workflow's.
+  const request: SizeFields & { n?: number } = job.endpoint === 'ai.generations' ? { width: job.input.width, height: job.input.height } : job.input;
+  if (request.n !== undefined) fields.n = request.n;
+  const { size, warning } = sizeFor(request, model.capabilities[IMAGE_ENDPOINTS[endpoint]]);
   if (size) fields.size = size;
   if (warning) warnings.push(warning);
   // Fields outside IMAGE_SERVES were reported as the task's warnings at submit and are not sent.
   for (const [key, value] of Object.entries(input)) {
     if (!PASSTHROUGH[call].includes(key) || value === undefined) continue;
-    if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') fields[key] = value;
+    if (isFieldValue(value)) fields[key] = value;
     else warnings.push(`${key} dropped: OpenAI images/${call} takes it as a string, number or boolean`);
   }
   return { fields, warnings };

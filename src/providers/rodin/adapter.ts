@@ -1,7 +1,7 @@
 import { checkApiKey, downloadFile, replyJson, type AdapterFactory } from '../adapter-support.ts';
 import { UpstreamClient } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { RODIN_SERVES, checkJob, downloadList, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';
+import { RODIN_SERVES, checkJob, downloadList, generationJob, resultFiles, rodinForm, statusState, submitted } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://api.hyper3d.com/api/v2';
 
@@ -24,7 +24,7 @@ export const rodinAdapter: AdapterFactory = (ctx) => {
       checkApiKey(ctx);
     },
     async submit(job, run) {
-      const { fields, images, warnings } = rodinForm(job);
+      const { fields, images, warnings } = rodinForm(generationJob(job));
       for (const warning of warnings) run.warn(warning);
       const form = new FormData();
       for (const [i, ref] of images.entries()) {
@@ -43,7 +43,7 @@ export const rodinAdapter: AdapterFactory = (ctx) => {
       if (state.state !== 'done') return state;
       const listed = await api.request({ path: '/download', json: { task_uuid: ref.task_id }, signal: run.signal, idempotent: true });
       const results = await Promise.all(downloadList(replyJson(listed, ctx.provider, 'the download request')).map(async (r) => ({ name: r.name, data: (await downloadFile(storage, r.url, run.signal)).data })));
-      const format = typeof job.input.geometry_file_format === 'string' ? job.input.geometry_file_format : undefined;
+      const format = generationJob(job).input.geometry_file_format;
       return { state: 'succeeded', output: { files: resultFiles(results, format) } };
     },
   }, { cancellable: false, pollIntervalMs: ctx.pollIntervalMs, maxWaitMs: ctx.maxWaitMs, serves: RODIN_SERVES });

@@ -3,10 +3,17 @@
  * and the status and download replies → generated files. Pure functions.
  */
 import { guessMimeType } from '../../core/mime-type.ts';
-import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 
-const GENERATION_ENDPOINTS = new Set(['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview']);
+type GenerateEndpoint = 'mesh3d.generate.text' | 'mesh3d.generate.image' | 'mesh3d.generate.multiview';
+const GENERATION_ENDPOINTS: readonly string[] = ['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview'] satisfies GenerateEndpoint[];
+
+/** The job as the generation it must be: Rodin runs nothing else. */
+export function generationJob(job: GenerationJob): JobOf<GenerateEndpoint> {
+  if (!GENERATION_ENDPOINTS.includes(job.endpoint)) throw new TaskRejectedError(`Rodin generates models only; it does not run ${job.endpoint} tasks`);
+  return job as JobOf<GenerateEndpoint>;
+}
 
 /** Rodin's names of the Gen-2.5 tiers; Gen-2 has one tier whose catalog tiers go as `quality`. */
 const GEN25_TIERS: Record<string, string> = {
@@ -51,28 +58,24 @@ export interface RodinForm {
 /** Views in Rodin's order: front first, then the others as family C orders them. */
 const VIEW_ORDER = ['front', 'left', 'back', 'right', 'left_front', 'right_front', 'top', 'bottom'];
 
-function imagesOf(input: Record<string, unknown>): string[] {
-  const file = (input.file as { url?: unknown } | undefined)?.url;
-  if (typeof file === 'string') return [file];
-  const views = Array.isArray(input.view_images) ? (input.view_images as { view_type?: string; file?: { url?: unknown } }[]) : [];
-  return [...views]
-    .sort((a, b) => VIEW_ORDER.indexOf(a.view_type ?? '') - VIEW_ORDER.indexOf(b.view_type ?? ''))
-    .flatMap((v) => (typeof v.file?.url === 'string' ? [v.file.url] : []));
+function imagesOf(job: JobOf<GenerateEndpoint>): string[] {
+  if (job.endpoint === 'mesh3d.generate.image') return [job.input.file.url];
+  if (job.endpoint === 'mesh3d.generate.text') return [];
+  return [...job.input.view_images].sort((a, b) => VIEW_ORDER.indexOf(a.view_type) - VIEW_ORDER.indexOf(b.view_type)).map((v) => v.file.url);
 }
 
 /** Checks what the upstream cannot take at all (before anything is sent). */
 export function checkJob(job: GenerationJob): void {
-  if (!GENERATION_ENDPOINTS.has(job.endpoint)) throw new TaskRejectedError(`Rodin generates models only; it does not run ${job.endpoint} tasks`);
+  const { seed } = generationJob(job).input;
   tierOf(job.model.defaultRealModelName);
-  const seed = job.input.seed;
-  if (typeof seed === 'number' && (seed < 0 || seed > SEED_MAX)) throw new TaskRejectedError(`Rodin takes a seed from 0 to ${SEED_MAX}`);
+  if (seed !== undefined && (seed < 0 || seed > SEED_MAX)) throw new TaskRejectedError(`Rodin takes a seed from 0 to ${SEED_MAX}`);
 }
 
 /**
  * The POST /rodin form of a generation. Triangles go as mesh_mode Raw (the gateway's default
  * topology), quads as Quad; face_limit is the quality override; texture and PBR pick the material.
  */
-export function rodinForm(job: GenerationJob): RodinForm {
+export function rodinForm(job: JobOf<GenerateEndpoint>): RodinForm {
   const input = job.input;
   const { generation, tier, quality } = tierOf(job.model.defaultRealModelName);
   const fields: [string, string][] = [];
@@ -81,7 +84,7 @@ export function rodinForm(job: GenerationJob): RodinForm {
     if (value !== undefined && value !== null) fields.push([name, String(value)]);
   };
   const quad = input.topology === 'quad';
-  put('prompt', input.prompt);
+  if (job.endpoint === 'mesh3d.generate.text') put('prompt', job.input.prompt);
   put('tier', tier);
   put('geometry_file_format', input.geometry_file_format);
   // Raw meshes come at medium quality whatever is asked (Rodin's constraint): the tier's quality goes with quads only.
@@ -103,11 +106,11 @@ export function rodinForm(job: GenerationJob): RodinForm {
     else warnings.push('texture_quality detailed: Gen-2 gives high-definition texture (HighPack) to quad meshes only');
   }
   if (generation === '2.5') {
-    put('texture_delight', input.texture_delight);
+    if (job.endpoint !== 'mesh3d.generate.text') put('texture_delight', job.input.texture_delight);
     put('geometry_instruct_mode', input.geometry_instruct_mode);
     put('is_micro', input.is_micro);
   }
-  return { fields, images: imagesOf(input), warnings };
+  return { fields, images: imagesOf(job), warnings };
 }
 
 // ---- replies ----

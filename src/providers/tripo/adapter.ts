@@ -1,7 +1,7 @@
 import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { checkApiKey, downloadFile, fetchableUrl, replyJson, servesEndpoints, type AdapterFactory } from '../adapter-support.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type RunContext } from '../spec.ts';
+import { TaskFailedError, TaskRejectedError, type Endpoint, type GenerationJob, type JobOf, type RunContext } from '../spec.ts';
 import { UpstreamClient, type UpstreamRequest } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
@@ -15,7 +15,6 @@ import {
   pollState,
   resultFile,
   resultLinks,
-  sourceModelRef,
   sourceTaskOf,
   submittedTaskId,
   taskBody,
@@ -30,6 +29,9 @@ const DEFAULT_BASE_URL = 'https://api.tripo3d.ai/v2/openapi';
  * later edits): Tripo's task id, and the imported copy of a foreign source model when there was one.
  */
 type TripoRef = { provider: string; task_id: string; source_task_id?: string };
+
+type EditEndpoint = Extract<Endpoint, `mesh3d.edit.${string}`>;
+const isEdit = (job: GenerationJob): job is JobOf<EditEndpoint> => job.endpoint.startsWith('mesh3d.edit.');
 
 /** Saved while a foreign source model is being imported, so a resumed run does not import it twice. */
 const IMPORT_KEY = 'tripo_import';
@@ -97,12 +99,10 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
     parseTask(await call({ path: `/task/${encodeURIComponent(taskId)}`, signal: run.signal }, 'the task query'));
 
   /** Uploads a model file made elsewhere and imports it as a Tripo task, whose id edits can take. */
-  async function importSource(job: GenerationJob, run: RunContext): Promise<string> {
+  async function importSource(job: JobOf<EditEndpoint>, run: RunContext): Promise<string> {
     let importId = (job.saved?.[IMPORT_KEY] as { task_id?: string } | undefined)?.task_id;
     if (!importId) {
-      const ref = sourceModelRef(job.input);
-      if (!ref) throw new TaskFailedError('the source history has no model file to hand to Tripo');
-      const file = await run.readInput(ref);
+      const file = await run.readInput(job.input.source.model);
       const format = importFormatOf(file);
       if (!format) throw new TaskFailedError(`Tripo imports GLB, OBJ, FBX or STL models; the source model is ${file.mimeType || file.fileName}`);
       const sts = (await call({ path: '/upload/sts/token', json: { format }, signal: run.signal }, 'the upload token request')) as unknown as StsToken;
@@ -129,20 +129,21 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
       if (!TASK_TYPES[job.endpoint]) throw new TaskRejectedError(`provider ${ctx.provider} (Tripo) does not run ${job.endpoint} tasks`);
       checkApiKey(ctx);
       const needs = NEEDS_OWN_SOURCE[job.endpoint];
-      const source = sourceTaskOf(job.input);
-      const ownDraft = job.endpoint === 'mesh3d.edit.refine' && typeof job.input.draft_model_task_id === 'string';
-      if (needs && !ownDraft && source?.provider !== ctx.provider) throw new TaskRejectedError(`this edit works on ${needs} (${ctx.provider}); the source history was made by ${source?.provider ?? 'another engine'}`);
+      if (!needs || !isEdit(job)) return;
+      const source = sourceTaskOf(job.input.source);
+      const ownDraft = job.endpoint === 'mesh3d.edit.refine' && job.input.draft_model_task_id !== undefined;
+      if (!ownDraft && source?.provider !== ctx.provider) throw new TaskRejectedError(`this edit works on ${needs} (${ctx.provider}); the source history was made by ${source?.provider ?? 'another engine'}`);
     },
     async submit(job, run) {
       let original: string | undefined;
       let imported: string | undefined;
-      if (job.endpoint.startsWith('mesh3d.edit.')) {
-        const source = sourceTaskOf(job.input);
+      if (isEdit(job)) {
+        const source = sourceTaskOf(job.input.source);
         if (source?.provider === ctx.provider) original = source.task_id;
         else if (job.endpoint !== 'mesh3d.edit.refine') original = imported = await importSource(job, run);
       }
       const urls = new Map<string, string>();
-      for (const ref of imageRefs(job.input)) if (!urls.has(ref)) urls.set(ref, await fetchableUrl(ref, run, 'image.png'));
+      for (const ref of imageRefs(job)) if (!urls.has(ref)) urls.set(ref, await fetchableUrl(ref, run, 'image.png'));
       const { body, dropped } = taskBody(job, urls, original);
       for (const field of dropped) run.warn(`${field} was not sent: Tripo does not take it`);
       const taskId = await createTask(body, run);

@@ -5,6 +5,7 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
+import type { EditTaskSource, ResolvedFile, ResolvedTexturePrompt, ResolvedView } from '../../mesh3d/schemas.ts';
 import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../spec.ts';
 
 /** Gateway endpoints → Tripo task types (smart low-poly's wire name is highpoly_to_lowpoly). */
@@ -103,29 +104,15 @@ const CONSUMED = new Set(['file', 'view_images', 'source', 'texture_prompt', 'an
 type Input = Record<string, unknown>;
 
 /** An image input as the request carries it after validation: the reference in `url`. */
-interface ImageRef {
-  url: string;
-  mimetype?: string;
-}
-
-function imageRef(value: unknown): ImageRef | undefined {
-  const file = value as Partial<ImageRef> | undefined;
-  return file && typeof file.url === 'string' ? { url: file.url, ...(typeof file.mimetype === 'string' ? { mimetype: file.mimetype } : {}) } : undefined;
-}
-
-function viewsOf(value: unknown): { view_type: string; file: ImageRef }[] {
-  if (!Array.isArray(value)) return [];
-  return value.flatMap((v: { view_type?: unknown; file?: unknown }) => {
-    const file = imageRef(v?.file);
-    return typeof v?.view_type === 'string' && file ? [{ view_type: v.view_type, file }] : [];
-  });
-}
+type ImageRef = ResolvedFile;
 
 /** Every image reference of a request, so the adapter can turn each into a URL Tripo fetches. */
-export function imageRefs(input: Input): string[] {
-  const prompt = (input.texture_prompt ?? {}) as Input;
-  const refs = [imageRef(input.file), ...viewsOf(input.view_images).map((v) => v.file), imageRef(prompt.image), imageRef(prompt.style_image), ...viewsOf(prompt.view_images).map((v) => v.file)];
-  return refs.flatMap((r) => (r ? [r.url] : []));
+export function imageRefs(job: GenerationJob): string[] {
+  if (job.endpoint === 'mesh3d.generate.image') return [job.input.file.url];
+  if (job.endpoint === 'mesh3d.generate.multiview') return job.input.view_images.map((v) => v.file.url);
+  if (job.endpoint !== 'mesh3d.edit.texture' || !job.input.texture_prompt) return [];
+  const { image, style_image: style, view_images: views = [] } = job.input.texture_prompt;
+  return [image, style, ...views.map((v) => v.file)].flatMap((file) => (file ? [file.url] : []));
 }
 
 const IMAGE_TYPES: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/jpg': 'jpg', 'image/webp': 'webp' };
@@ -139,24 +126,19 @@ function tripoImage(ref: ImageRef, urls: ReadonlyMap<string, string>): { type: s
 }
 
 /** Views in Tripo's four slots (front, left, back, right); `{}` keeps a missing view's place. */
-function fourSlots(views: { view_type: string; file: ImageRef }[], urls: ReadonlyMap<string, string>): Record<string, string>[] {
+function fourSlots(views: ResolvedView[], urls: ReadonlyMap<string, string>): Record<string, string>[] {
   return FOUR_SLOTS.map((slot) => {
     const view = views.find((v) => v.view_type === slot);
     return view ? tripoImage(view.file, urls) : {};
   });
 }
 
-function texturePrompt(value: unknown, urls: ReadonlyMap<string, string>): Input | undefined {
-  if (!value || typeof value !== 'object') return undefined;
-  const prompt = value as Input;
+function texturePrompt(prompt: ResolvedTexturePrompt, urls: ReadonlyMap<string, string>): Input {
   const out: Input = {};
-  if (typeof prompt.text === 'string') out.text = prompt.text;
-  const image = imageRef(prompt.image);
-  if (image) out.image = tripoImage(image, urls);
-  const views = viewsOf(prompt.view_images);
-  if (views.length > 0) out.images = fourSlots(views, urls);
-  const style = imageRef(prompt.style_image);
-  if (style) out.style_image = tripoImage(style, urls);
+  if (prompt.text !== undefined) out.text = prompt.text;
+  if (prompt.image) out.image = tripoImage(prompt.image, urls);
+  if (prompt.view_images?.length) out.images = fourSlots(prompt.view_images, urls);
+  if (prompt.style_image) out.style_image = tripoImage(prompt.style_image, urls);
   return out;
 }
 
@@ -173,25 +155,22 @@ export interface TaskBody {
 export function taskBody(job: GenerationJob, urls: ReadonlyMap<string, string>, original?: string): TaskBody {
   const type = TASK_TYPES[job.endpoint];
   if (!type) throw new TaskFailedError(`Tripo does not run ${job.endpoint} tasks`);
-  const input = job.input;
+  // The field tables read the input by field name.
+  const input: Readonly<Input> = job.input;
   const edit = EDITS[job.endpoint];
   const rules = edit ? edit.fields : GENERATION_FIELDS;
   const body: Input = { type };
   if (!edit) {
     body.model_version = job.model.defaultRealModelName;
-    const file = imageRef(input.file);
-    if (job.endpoint === 'mesh3d.generate.image' && file) body.file = tripoImage(file, urls);
-    if (job.endpoint === 'mesh3d.generate.multiview') body.files = fourSlots(viewsOf(input.view_images), urls);
+    if (job.endpoint === 'mesh3d.generate.image') body.file = tripoImage(job.input.file, urls);
+    if (job.endpoint === 'mesh3d.generate.multiview') body.files = fourSlots(job.input.view_images, urls);
   } else {
     if (edit.version) body.model_version = edit.version === 'model' ? job.model.defaultRealModelName : (input[edit.version] ?? job.model.defaultRealModelName);
-    if (job.endpoint === 'mesh3d.edit.refine') body.draft_model_task_id = input.draft_model_task_id ?? original;
+    if (job.endpoint === 'mesh3d.edit.refine') body.draft_model_task_id = job.input.draft_model_task_id ?? original;
     else body.original_model_task_id = original;
-    if (job.endpoint === 'mesh3d.edit.texture') {
-      const prompt = texturePrompt(input.texture_prompt, urls);
-      if (prompt) body.texture_prompt = prompt;
-    }
+    if (job.endpoint === 'mesh3d.edit.texture' && job.input.texture_prompt) body.texture_prompt = texturePrompt(job.input.texture_prompt, urls);
     if (job.endpoint === 'mesh3d.edit.retarget_animation') {
-      const animations = Array.isArray(input.animations) ? input.animations : [];
+      const { animations } = job.input;
       if (animations.length === 1) body.animation = animations[0];
       else body.animations = animations;
     }
@@ -333,7 +312,8 @@ const PART_ENDPOINTS = new Set(['mesh3d.edit.segmentation', 'mesh3d.edit.complet
 export async function taskOutput(job: GenerationJob, task: TripoTask, files: GeneratedFile[]): Promise<GenerationOutput> {
   const extra: Input = {};
   const model = files.find((f) => f.role === 'model');
-  if (model && (PART_ENDPOINTS.has(job.endpoint) || job.input.generate_parts === true)) {
+  const partsGenerated = (job.endpoint === 'mesh3d.generate.text' || job.endpoint === 'mesh3d.generate.image' || job.endpoint === 'mesh3d.generate.multiview') && job.input.generate_parts === true;
+  if (model && (PART_ENDPOINTS.has(job.endpoint) || partsGenerated)) {
     const parts = await glbPartNames(model.data);
     if (parts?.length) extra.parts = parts;
   }
@@ -360,17 +340,17 @@ export interface SourceTask {
  * The upstream task of the history an edit works on. The history keeps its task's saved state,
  * whose `upstream` is the reference the adapter's submit returned (`{provider, task_id, …}`).
  */
-export function sourceTaskOf(input: Input): SourceTask | undefined {
-  const source = input.source as { upstream?: unknown } | undefined;
-  const saved = source?.upstream as Record<string, unknown> | undefined;
-  const ref = (saved?.upstream ?? saved) as Partial<SourceTask> | undefined;
-  return ref && typeof ref.provider === 'string' && typeof ref.task_id === 'string' ? { provider: ref.provider, task_id: ref.task_id } : undefined;
+export function sourceTaskOf(source: EditTaskSource): SourceTask | undefined {
+  return savedUpstreamTask(source.upstream);
 }
 
-/** The reference of the source model file (`source.model`). */
-export function sourceModelRef(input: Input): string | undefined {
-  const model = (input.source as { model?: unknown } | undefined)?.model;
-  return typeof model === 'string' ? model : undefined;
+/**
+ * The `{provider, task_id}` in what an engine saved, at its top or under `upstream`. Any engine
+ * saves state of its own shape, so the reference is looked for, not assumed.
+ */
+function savedUpstreamTask(saved: Record<string, unknown> | undefined): SourceTask | undefined {
+  const ref = (saved?.upstream ?? saved) as Partial<SourceTask> | undefined;
+  return ref && typeof ref.provider === 'string' && typeof ref.task_id === 'string' ? { provider: ref.provider, task_id: ref.task_id } : undefined;
 }
 
 /** Model file formats Tripo imports, by extension and by mime type. */

@@ -1,4 +1,4 @@
-import type { GenerationJob, GenerationOutput, RunContext } from '../../spec.ts';
+import type { GenerationOutput, RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { mulberry32 } from '../seeded-random.ts';
 import { encodeAudio, softLimit } from './encode-audio.ts';
@@ -130,9 +130,9 @@ function interleave(track: StereoTrack): Float32Array {
  * tag: a synthesized backing track (song-plan.ts, synthesize-music.ts) and, unless
  * makeInstrumental, a voice singing the lyrics. The same request gives the same file.
  */
-export const generateSong: LocalHandler = {
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const input = job.input as unknown as SongInput;
+export const generateSong: LocalHandler<'song.generations'> = {
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
+    const input = job.input;
     const plan = planSong(job.model.alias, input);
     const track = renderBackingTrack(plan);
     normalise(track);

@@ -1,21 +1,9 @@
 import { speechVoicesOf } from '../../../catalog/capabilities.ts';
-import { TaskFailedError, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
+import { TaskFailedError, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
-import { AUDIO_MIME_TYPES, encodeAudio, softLimit, type AudioFormat } from './encode-audio.ts';
+import { AUDIO_MIME_TYPES, encodeAudio, softLimit } from './encode-audio.ts';
 import { MESPEAK_SAMPLE_RATE, speakUtterances } from './mespeak.ts';
 import { localVoiceFor } from './speech-voice.ts';
-
-/** The speech request as the route validated it. */
-interface SpeechInput {
-  text: string;
-  text_file_id?: string;
-  voice_id: string;
-  speed?: number;
-  vol?: number;
-  pitch?: number;
-  emotion?: string;
-  format?: AudioFormat;
-}
 
 /** Longest text the local engine reads from a `text_file_id` file (about 25 minutes of speech). */
 const MAX_FILE_TEXT_CHARS = 20_000;
@@ -103,9 +91,9 @@ function applyVolume(samples: Float32Array, gain: number): Float32Array {
  * a language and variant (speech-voice.ts), speed to words per minute (175 × speed), pitch to
  * eSpeak pitch, vol to loudness, emotion to small shifts of all three. Deterministic.
  */
-export const generateSpeech: LocalHandler = {
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const input = job.input as unknown as SpeechInput;
+export const generateSpeech: LocalHandler<'speech.generations'> = {
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
+    const input = job.input;
     const text = input.text_file_id ? await readTextFile(ctx, input.text_file_id) : input.text;
     const entry = speechVoicesOf(job.model).find((v) => v.id === input.voice_id);
     const voice = localVoiceFor(input.voice_id, entry, text);

@@ -1,21 +1,15 @@
 import sharp, { type Metadata } from 'sharp';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
+import { TaskFailedError, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { drawPicture } from './draw-picture.ts';
-import { checkImageOutput, encodeImage, imageCountOf, outputFormatOf, pictureKey } from './image-output.ts';
-import { requestedSize, type ImageSize } from './image-size.ts';
+import { encodeImage, outputFormatOf, pictureKey } from './image-output.ts';
+import { checkDrawable, requestedSize, type ImageSize } from './image-size.ts';
 
 const EDITABLE_FORMATS = new Set(['png', 'jpeg', 'webp']);
 /** How much of the prompt's picture goes into the edited pixels. */
 const PICTURE_SHARE = 0.5;
 /** How much of the further images (their mean) goes into the edited pixels. */
 const REFERENCE_SHARE = 0.5;
-
-/** `image` of the request: one reference or a list of them. */
-function imageRefs(input: Record<string, unknown>): string[] {
-  const value = input.image;
-  return (Array.isArray(value) ? value : [value]).filter((ref): ref is string => typeof ref === 'string' && ref !== '');
-}
 
 interface DecodedInput {
   data: Buffer;
@@ -116,28 +110,25 @@ function blend(base: Buffer, channels: 3 | 4, picture: Buffer, references: Buffe
  * the seed and blends the further images in, inside the mask only when one is given and
  * everywhere otherwise. Deterministic for the same inputs, prompt and seed.
  */
-export const editImage: LocalHandler = {
-  check(job: GenerationJob): void {
-    if (imageRefs(job.input).length === 0) throw new TaskRejectedError('image is required');
-    if (job.input.mask !== undefined && (typeof job.input.mask !== 'string' || job.input.mask === '')) throw new TaskRejectedError('mask must be one image reference');
+export const editImage: LocalHandler<'images.edits'> = {
+  check(job): void {
     // Sizes derived from the base are always drawable; an explicit size is checked here.
-    checkImageOutput(job.input, requestedSize(job.input, { width: 1, height: 1 }));
+    checkDrawable(requestedSize(job.input, { width: 1, height: 1 }));
   },
 
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const [baseRef, ...referenceRefs] = imageRefs(job.input);
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
+    const [baseRef, ...referenceRefs] = job.input.image;
     const base = await readImage(ctx, baseRef!, 'image[0]');
     const size = requestedSize(job.input, base.size);
     const channels = base.hasAlpha ? 4 : 3;
     const basePixels = await pixelsOf(base, size, channels, 'image[0]');
-    const weights = typeof job.input.mask === 'string' ? await maskWeights(await readImage(ctx, job.input.mask, 'mask'), size) : undefined;
+    const weights = job.input.mask !== undefined ? await maskWeights(await readImage(ctx, job.input.mask, 'mask'), size) : undefined;
     const references = await referenceMean(ctx, referenceRefs, size);
     const format = outputFormatOf(job.input);
-    const prompt = typeof job.input.prompt === 'string' ? job.input.prompt : '';
     const files = [];
-    for (let i = 0; i < imageCountOf(job.input); i++) {
+    for (let i = 0; i < (job.input.n ?? 1); i++) {
       ctx.signal.throwIfAborted();
-      const picture = await drawPicture(prompt, pictureKey(job, i), size).raw({ depth: 'uchar' }).toBuffer();
+      const picture = await drawPicture(job.input.prompt, pictureKey(job, i), size).raw({ depth: 'uchar' }).toBuffer();
       let edited = sharp(blend(basePixels, channels, picture, references, weights), { raw: { width: size.width, height: size.height, channels } });
       if (channels === 4 && format === 'jpeg') edited = edited.flatten({ background: '#ffffff' });
       files.push(await encodeImage(edited, format, job, i, size));

@@ -1,10 +1,11 @@
 import { TaskRejectedError } from '../../spec.ts';
+import type { ImageRequest } from './image-output.ts';
 
 /** The largest side the gateway draws: the long side of the 8K resolution. */
 export const MAX_IMAGE_SIDE = 8192;
 
 /** `resolution` values and the long side each gives (1K, 2K, 4K, 8K). */
-const RESOLUTION_LONG_SIDE: Readonly<Record<string, number>> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
+const RESOLUTION_LONG_SIDE: Readonly<Record<NonNullable<ImageRequest['resolution']>, number>> = { '1K': 1024, '2K': 2048, '4K': 4096, '8K': 8192 };
 
 /** Sides computed from aspect_ratio/resolution are multiples of 16, as most image models expect. */
 const SIDE_MULTIPLE = 16;
@@ -16,23 +17,13 @@ export interface ImageSize {
   height: number;
 }
 
-/** `<w>x<h>` (`*` tolerated), or undefined when absent or `auto`; throws TaskRejectedError when malformed. */
-function parseSize(value: unknown): ImageSize | undefined {
-  if (value === undefined || value === null || value === '' || value === 'auto') return undefined;
-  const match = typeof value === 'string' ? /^(\d+)[x*](\d+)$/i.exec(value) : null;
-  if (!match) throw new TaskRejectedError(`size must look like 1024x1024, got ${JSON.stringify(value)}`);
-  return { width: Number(match[1]), height: Number(match[2]) };
+/** Two positive integers joined by `separator`, as the endpoint's patterns of size (WxH) and aspect_ratio (W:H) guarantee. */
+function pairOf(value: string, separator: string): [number, number] {
+  const [first, second] = value.split(separator).map(Number);
+  return [first!, second!];
 }
 
-/** `W:H` as a ratio (width / height), or undefined when absent; throws TaskRejectedError when malformed. */
-function parseAspectRatio(value: unknown): number | undefined {
-  if (value === undefined || value === null || value === '') return undefined;
-  const match = typeof value === 'string' ? /^(\d+):(\d+)$/.exec(value) : null;
-  const w = Number(match?.[1]);
-  const h = Number(match?.[2]);
-  if (!match || w <= 0 || h <= 0) throw new TaskRejectedError(`aspect_ratio must look like 16:9, got ${JSON.stringify(value)}`);
-  return w / h;
-}
+const ratioOf = ([width, height]: [number, number]) => width / height;
 
 function roundSide(side: number): number {
   return Math.min(MAX_IMAGE_SIDE, Math.max(SIDE_MULTIPLE, Math.round(side / SIDE_MULTIPLE) * SIDE_MULTIPLE));
@@ -52,21 +43,18 @@ function fromRatio(ratio: number, longSide: number): ImageSize {
  * legacy `width`/`height`, then the base image's own size (capped at MAX_IMAGE_SIDE), then
  * 1024x1024.
  */
-export function requestedSize(input: Record<string, unknown>, base?: ImageSize): ImageSize {
-  const explicit = parseSize(input.size);
-  if (explicit) return explicit;
-  const ratio = parseAspectRatio(input.aspect_ratio);
-  const resolution = input.resolution;
-  if (resolution !== undefined && (typeof resolution !== 'string' || !(resolution in RESOLUTION_LONG_SIDE))) {
-    throw new TaskRejectedError(`resolution must be one of ${Object.keys(RESOLUTION_LONG_SIDE).join(', ')}, got ${JSON.stringify(resolution)}`);
+export function requestedSize(request: ImageRequest, base?: ImageSize): ImageSize {
+  if (request.size !== undefined && request.size !== 'auto') {
+    const [width, height] = pairOf(request.size, 'x');
+    return { width, height };
   }
+  const { resolution } = request;
+  const ratio = request.aspect_ratio !== undefined ? ratioOf(pairOf(request.aspect_ratio, ':')) : undefined;
   if (ratio !== undefined || resolution !== undefined) {
-    const longSide = resolution !== undefined ? RESOLUTION_LONG_SIDE[resolution]! : base ? Math.max(base.width, base.height) : DEFAULT_SIDE;
+    const longSide = resolution !== undefined ? RESOLUTION_LONG_SIDE[resolution] : base ? Math.max(base.width, base.height) : DEFAULT_SIDE;
     return fromRatio(ratio ?? (base ? base.width / base.height : 1), longSide);
   }
-  const w = Number(input.width);
-  const h = Number(input.height);
-  if (Number.isInteger(w) && Number.isInteger(h) && w > 0 && h > 0) return { width: w, height: h };
+  if (request.width !== undefined && request.height !== undefined) return { width: request.width, height: request.height };
   if (base) {
     const scale = Math.min(1, MAX_IMAGE_SIDE / Math.max(base.width, base.height));
     return { width: Math.max(1, Math.round(base.width * scale)), height: Math.max(1, Math.round(base.height * scale)) };

@@ -7,7 +7,8 @@ import type { Document, Texture } from '@gltf-transform/core';
 import { cloneDocument, meshopt } from '@gltf-transform/functions';
 import { MeshoptEncoder } from 'meshoptimizer';
 import sharp from 'sharp';
-import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
+import type { EditOperation, ResolvedView, RigSpec } from '../../../mesh3d/schemas.ts';
+import { TaskFailedError, TaskRejectedError, type Endpoint, type GeneratedFile, type GenerationOutput, type JobContext, type JobOf, type RunContext, type TaskInputs } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';
 import { completeParts } from './complete-parts.ts';
@@ -26,7 +27,7 @@ import { rigModel } from './rig-model.ts';
 import { segmentModel } from './segment-model.ts';
 import { RIG_TYPES, SKELETONS, jointName, type RigType } from './skeleton-templates.ts';
 import { smartLowpoly } from './smart-lowpoly.ts';
-import { STYLES, stylizeModel, type Style } from './stylize-model.ts';
+import { stylizeModel, type Style } from './stylize-model.ts';
 import { writeFbx } from './write-fbx.ts';
 import { writeSchematic } from './write-schematic.ts';
 
@@ -49,33 +50,19 @@ const VIEW_DIRECTIONS: Record<string, Vec3> = {
   top: [0, 1, 0],
   bottom: [0, -1, 0],
 };
-/** Slots of the legacy four-image `files` form. */
-const LEGACY_SLOTS = ['front', 'left', 'back', 'right'];
+type GenerateEndpoint = Extract<Endpoint, `mesh3d.generate.${string}`>;
+type EditEndpoint<Op extends EditOperation = EditOperation> = `mesh3d.edit.${Op}`;
+type EditInput<Op extends EditOperation> = TaskInputs[EditEndpoint<Op>];
 
-type Input = Record<string, unknown>;
-
-/** The first boolean among `names` (spec aliases such as texture / enable_texture), else `fallback`. */
-function flag(input: Input, names: string[], fallback: boolean): boolean {
-  for (const name of names) if (typeof input[name] === 'boolean') return input[name] as boolean;
-  return fallback;
-}
-
-/** A positive integer field, or undefined when absent or `auto`. */
-function count(input: Input, name: string): number | undefined {
-  const value = input[name];
-  if (value === undefined || value === null || value === 'auto') return undefined;
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) throw new TaskRejectedError(`${name} must be a positive integer`);
+/**
+ * A face limit as the local engine counts faces: undefined for automatic (absent or `auto`).
+ * The endpoint lets other words through for the models that know them (levels such as
+ * `high`); the local engine knows none.
+ */
+function faceLimitOf(value: number | string | undefined): number | undefined {
+  if (value === undefined || value === 'auto') return undefined;
+  if (typeof value === 'string' || value < 1) throw new TaskRejectedError('face_limit must be a positive integer or auto on the local engine');
   return value;
-}
-
-/** The reference inside a file object (url, path, file_token or object) or a bare reference string. */
-function fileRef(value: unknown, param: string): string {
-  if (typeof value === 'string' && value !== '') return value;
-  if (value && typeof value === 'object') {
-    const file = value as Record<string, unknown>;
-    for (const key of ['url', 'path', 'file_token', 'object']) if (typeof file[key] === 'string' && file[key] !== '') return file[key] as string;
-  }
-  throw new TaskRejectedError(`${param} has no url, path, file_token or object`);
 }
 
 interface ReadPicture {
@@ -98,19 +85,19 @@ async function readPictures(refs: { ref: string; direction: Vec3 }[], ctx: RunCo
   return pictures;
 }
 
-/** The pictures of a generation request: `file`, `view_images`, or the legacy four-slot `files`. */
-function pictureRefs(input: Input): { ref: string; direction: Vec3 }[] {
-  if (input.file !== undefined) return [{ ref: fileRef(input.file, 'file'), direction: VIEW_DIRECTIONS.front! }];
-  if (Array.isArray(input.view_images)) {
-    return input.view_images.map((view: { view_type?: string; file?: unknown }, i) => {
-      const direction = VIEW_DIRECTIONS[view.view_type ?? ''];
-      if (!direction) throw new TaskRejectedError(`view_images[${i}].view_type "${view.view_type}" is not a view the local engine knows`);
-      return { ref: fileRef(view.file, `view_images[${i}].file`), direction };
-    });
-  }
-  if (Array.isArray(input.files)) {
-    return input.files.flatMap((file, i) => (file === null || (typeof file === 'object' && Object.keys(file).length === 0) ? [] : [{ ref: fileRef(file, `files[${i}]`), direction: VIEW_DIRECTIONS[LEGACY_SLOTS[i]!]! }]));
-  }
+/** Views (their images resolved to URLs) and the direction each looks from. */
+function viewRefs(views: ResolvedView[]): { ref: string; direction: Vec3 }[] {
+  return views.map((view, i) => {
+    const direction = VIEW_DIRECTIONS[view.view_type];
+    if (!direction) throw new TaskRejectedError(`view_images[${i}].view_type "${view.view_type}" is not a view the local engine knows`);
+    return { ref: view.file.url, direction };
+  });
+}
+
+/** The pictures of a generation request: `file` of an image generation, `view_images` of a multiview one (legacy `files` already folded in). */
+function pictureRefs(job: JobOf<GenerateEndpoint>): { ref: string; direction: Vec3 }[] {
+  if (job.endpoint === 'mesh3d.generate.image') return [{ ref: job.input.file.url, direction: VIEW_DIRECTIONS.front! }];
+  if (job.endpoint === 'mesh3d.generate.multiview') return viewRefs(job.input.view_images);
   return [];
 }
 
@@ -134,22 +121,22 @@ function glbFile(data: Buffer, role: string, fileName: string): GeneratedFile {
 }
 
 /** Text, image and multiview generation: geometry from the seed, then colours and the requested files. */
-async function generate(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
+async function generate(job: JobOf<GenerateEndpoint>, ctx: RunContext): Promise<GenerationOutput> {
   await meshoptReady();
   const input = job.input;
-  const topology = input.topology === 'quad' || input.quad === true ? 'quad' : 'triangle';
+  const topology = input.topology ?? 'triangle';
   // Part generation excludes texture, PBR and quads.
   const separateParts = input.generate_parts === true;
-  const texture = !separateParts && flag(input, ['enable_texture', 'texture'], true);
-  const pbr = texture && flag(input, ['enable_pbr', 'pbr'], false);
-  const quality = input.geometry_quality === 'detailed' ? 'detailed' : 'standard';
-  const faceLimit = count(input, 'face_limit') ?? (topology === 'quad' ? ADAPTIVE_FACES[quality] / 2 : ADAPTIVE_FACES[quality]);
-  const textureSide = TEXTURE_SIDE[input.texture_quality === 'detailed' ? 'detailed' : 'standard'];
+  const texture = !separateParts && (input.enable_texture ?? true);
+  const pbr = texture && (input.enable_pbr ?? false);
+  const quality = input.geometry_quality ?? 'standard';
+  const faceLimit = faceLimitOf(input.face_limit) ?? (topology === 'quad' ? ADAPTIVE_FACES[quality] / 2 : ADAPTIVE_FACES[quality]);
+  const textureSide = TEXTURE_SIDE[input.texture_quality ?? 'standard'];
 
-  const refs = pictureRefs(input);
-  const pictures = await readPictures(refs, ctx, input.enable_image_autofix === true);
-  const prompt = typeof input.prompt === 'string' ? input.prompt : '';
-  const seed = digestOf(job.endpoint, prompt, input.negative_prompt, input.seed, ...pictures.map((p) => digestOf(p.direction, p.image)));
+  const refs = pictureRefs(job);
+  const pictures = await readPictures(refs, ctx, job.endpoint === 'mesh3d.generate.image' && job.input.enable_image_autofix === true);
+  const { prompt, negative_prompt: negativePrompt } = job.endpoint === 'mesh3d.generate.text' ? job.input : { prompt: '', negative_prompt: undefined };
+  const seed = digestOf(job.endpoint, prompt, negativePrompt, input.seed, ...pictures.map((p) => digestOf(p.direction, p.image)));
   const subject = readSubject(prompt, seed);
   if (pictures.length > 0) subject.palette.unshift(await meanColor(pictures[0]!.image));
   ctx.signal.throwIfAborted();
@@ -201,20 +188,10 @@ async function generate(job: GenerationJob, ctx: RunContext): Promise<Generation
   };
 }
 
-/** What the endpoint tells an edit about its source history (the source model file by reference). */
-interface EditSource {
-  history_id?: string;
-  operation?: string;
-  model: string;
-  parts?: string[];
-  rig?: { rig_type: string; spec: string; bones?: string[] };
-}
-
-/** The edit's source model, read and flattened so node space is world space. */
-async function readSource(job: GenerationJob, ctx: RunContext): Promise<{ doc: Document; source: EditSource }> {
+/** The edit's source model (the endpoint names it by reference), read and flattened so node space is world space. */
+async function readSource(job: JobOf<EditEndpoint>, ctx: RunContext): Promise<{ doc: Document; source: JobOf<EditEndpoint>['input']['source'] }> {
   await meshoptReady();
-  const source = job.input.source as EditSource | undefined;
-  if (!source || typeof source.model !== 'string') throw new TaskRejectedError('the edit names no source model');
+  const { source } = job.input;
   const { data } = await ctx.readInput(source.model);
   const doc = await importModel(data);
   await bakeNodeTransforms(doc);
@@ -224,24 +201,22 @@ async function readSource(job: GenerationJob, ctx: RunContext): Promise<{ doc: D
 }
 
 /** `part_names` of the request, each one a part of the model. */
-function partNames(input: Input, doc: Document): string[] {
-  const names = input.part_names;
-  if (names === undefined || names === null) return [];
-  if (!Array.isArray(names) || names.some((n) => typeof n !== 'string')) throw new TaskRejectedError('part_names must be a list of part names');
+function partNames(names: string[] | undefined, doc: Document): string[] {
+  if (names === undefined) return [];
   const known = meshNodes(doc).map((n) => n.getName());
   const unknown = names.filter((n) => !known.includes(n));
   if (unknown.length > 0) throw new TaskRejectedError(`the model has no part ${unknown.map((n) => `"${n}"`).join(', ')}; its parts are ${known.join(', ')}`);
-  return names as string[];
+  return names;
 }
 
 /** The edited model as GLB, unless the task was cancelled while the edit ran. */
-async function modelOutput(job: GenerationJob, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+async function modelOutput(job: JobContext, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
   ctx.signal.throwIfAborted();
   return { files: [glbFile(await writeGlb(doc), 'model', `${job.taskId}.glb`)], extra: { ...describeModel(doc), ...extra } };
 }
 
 /** A rig or animation result as GLB, or FBX (textures embedded as PNG) when out_format asks for it. */
-async function riggedOutput(job: GenerationJob, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
+async function riggedOutput(job: JobOf<EditEndpoint<'rig' | 'retarget_animation'>>, ctx: RunContext, doc: Document, extra: Record<string, unknown>): Promise<GenerationOutput> {
   if (job.input.out_format !== 'fbx') return modelOutput(job, ctx, doc, extra);
   ctx.signal.throwIfAborted();
   const textures = new Map<Texture, EncodedTexture & { fileName: string }>();
@@ -260,11 +235,13 @@ const BLOCK_SIZE = 80;
 /** Texture side of a detailed texture run with neither texture nor PBR: the 4K upscale mode. */
 const UPSCALE_SIDE = 4096;
 /** Convert options the local engine takes without acting on them, with the value that asks for nothing. */
-const CONVERT_NO_EFFECT: Record<string, unknown> = { force_symmetry: false, pack_uv: false, bake: true, fbx_preset: 'preset_a' };
+const CONVERT_NO_EFFECT = { force_symmetry: false, pack_uv: false, bake: true, fbx_preset: 'preset_a' } as const;
 /** A side no texture reaches: re-encoding keeps the size. */
 const KEEP_SIDE = 16384;
 
-const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<GenerationOutput>> = {
+type EditRun<Op extends EditOperation> = (job: JobOf<EditEndpoint<Op>>, ctx: RunContext) => Promise<GenerationOutput>;
+
+const EDITS: { [Op in EditOperation]: EditRun<Op> } = {
   async segmentation(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const parts = segmentModel(doc);
@@ -273,17 +250,17 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
 
   async completion(job, ctx) {
     const { doc } = await readSource(job, ctx);
-    const completed = completeParts(doc, { parts: partNames(job.input, doc) });
+    const completed = completeParts(doc, { parts: partNames(job.input.part_names, doc) });
     return modelOutput(job, ctx, doc, { completed });
   },
 
   async smart_lowpoly(job, ctx) {
     const { doc } = await readSource(job, ctx);
-    const quad = job.input.topology === 'quad' || (job.input.topology === undefined && job.input.quad === true);
-    const parts = partNames(job.input, doc);
+    const quad = job.input.topology === 'quad' || (job.input.topology === undefined && job.input.quad);
+    const parts = partNames(job.input.part_names, doc);
     const current = faceCount(doc);
     // Adaptive: a quarter of the faces, within the documented default range.
-    const limit = count(job.input, 'face_limit') ?? Math.min(quad ? 10000 : 20000, Math.max(quad ? 500 : 1000, Math.round((quad ? current / 2 : current) / 4)));
+    const limit = faceLimitOf(job.input.face_limit) ?? Math.min(quad ? 10000 : 20000, Math.max(quad ? 500 : 1000, Math.round((quad ? current / 2 : current) / 4)));
     smartLowpoly(doc, { faceLimit: limit, quad, parts });
     return modelOutput(job, ctx, doc, { topology: quad ? 'quad' : 'triangle', face_limit: limit });
   },
@@ -291,10 +268,9 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
   async texture(job, ctx) {
     const { doc, source } = await readSource(job, ctx);
     const input = job.input;
-    const texture = flag(input, ['texture', 'enable_texture'], true);
-    const pbr = flag(input, ['pbr', 'enable_pbr'], true);
-    const quality = input.texture_quality === 'detailed' ? 'detailed' : 'standard';
-    const parts = partNames(input, doc);
+    const { texture, pbr } = input;
+    const quality = input.texture_quality ?? 'standard';
+    const parts = partNames(input.part_names, doc);
     if (!texture && !pbr) {
       // Detailed with neither (the check refuses standard): upscale the existing textures.
       for (const t of doc.getRoot().listTextures()) {
@@ -302,13 +278,13 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
         if (image) t.setImage(await sharp(Buffer.from(image)).resize(UPSCALE_SIDE, UPSCALE_SIDE, { fit: 'inside' }).png().toBuffer()).setMimeType('image/png');
       }
     } else {
-      const prompt = (input.texture_prompt ?? {}) as { text?: string; image?: unknown; style_image?: unknown; view_images?: { view_type?: string; file?: unknown }[] };
-      const refs = prompt.image !== undefined ? pictureRefs({ file: prompt.image }) : prompt.view_images ? pictureRefs({ view_images: prompt.view_images }) : [];
+      const prompt = input.texture_prompt ?? {};
+      const refs = prompt.image ? [{ ref: prompt.image.url, direction: VIEW_DIRECTIONS.front! }] : prompt.view_images ? viewRefs(prompt.view_images) : [];
       const pictures = await readPictures(refs, ctx, false);
       const seed = digestOf(source.history_id, prompt.text, input.texture_seed, ...pictures.map((p) => p.image));
       const subject = readSubject(prompt.text ?? '', seed);
-      if (prompt.style_image !== undefined) {
-        const [style] = await readPictures([{ ref: fileRef(prompt.style_image, 'texture_prompt.style_image'), direction: VIEW_DIRECTIONS.front! }], ctx, false);
+      if (prompt.style_image) {
+        const [style] = await readPictures([{ ref: prompt.style_image.url, direction: VIEW_DIRECTIONS.front! }], ctx, false);
         subject.palette.unshift(await meanColor(style!.image));
       }
       ctx.signal.throwIfAborted();
@@ -326,8 +302,8 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
 
   async rig(job, ctx) {
     const { doc } = await readSource(job, ctx);
-    const rigType = (job.input.rig_type ?? 'biped') as RigType;
-    const spec = job.input.spec === 'spec_b' ? 'spec_b' : 'spec_a';
+    const rigType = job.input.rig_type ?? 'biped';
+    const spec = job.input.spec ?? 'spec_a';
     const bones = rigModel(doc, { rigType, spec });
     return riggedOutput(job, ctx, doc, { rig: { rig_type: rigType, spec, bones } });
   },
@@ -335,7 +311,7 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
   async retarget_animation(job, ctx) {
     const { doc, source } = await readSource(job, ctx);
     const input = job.input;
-    const ids = animationIds(input);
+    const ids = input.animations;
     const skin = doc.getRoot().listSkins()[0];
     if (!skin) throw new TaskRejectedError('the source model has no skeleton: rig it first');
     if (source.rig?.spec === 'spec_b') throw new TaskRejectedError('retargeting needs a rig made with spec_a');
@@ -350,32 +326,32 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
       inPlace: input.animate_in_place === true,
       withGeometry: input.export_with_geometry !== false,
     });
-    return riggedOutput(job, ctx, doc, { animations, rig: source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames } });
+    const rig: RigSpec = source.rig ?? { rig_type: rigType, spec: 'spec_a', bones: jointNames };
+    return riggedOutput(job, ctx, doc, { animations, rig });
   },
 
   async convert(job, ctx) {
     const { doc } = await readSource(job, ctx);
     const input = job.input;
-    const format = String(input.format).toUpperCase() as ConvertFormat;
+    const format = input.format.toUpperCase() as ConvertFormat;
     if (doc.getRoot().listSkins().length > 0 && (format === 'OBJ' || format === 'STL' || format === '3MF')) throw new TaskRejectedError(`${format} does not support rigged models`);
-    const number = (name: string) => (typeof input[name] === 'number' ? (input[name] as number) : undefined);
     const converted = await convertModel(doc, {
       format,
       quad: input.topology === 'quad' || (input.topology === undefined && input.quad === true),
-      faceLimit: count(input, 'face_limit'),
+      faceLimit: faceLimitOf(input.face_limit),
       flattenBottom: input.flatten_bottom === true,
-      flattenBottomThreshold: number('flatten_bottom_threshold'),
-      textureSize: count(input, 'texture_size'),
-      textureFormat: typeof input.texture_format === 'string' ? input.texture_format.toUpperCase() : undefined,
+      flattenBottomThreshold: input.flatten_bottom_threshold,
+      textureSize: input.texture_size,
+      textureFormat: input.texture_format,
       pivotToCenterBottom: input.pivot_to_center_bottom === true,
-      scaleFactor: number('scale_factor'),
+      scaleFactor: input.scale_factor,
       withAnimation: input.with_animation !== false,
       animateInPlace: input.animate_in_place === true,
-      parts: partNames(input, doc),
+      parts: partNames(input.part_names, doc),
       exportVertexColors: input.export_vertex_colors === true,
-      orientation: typeof input.export_orientation === 'string' ? input.export_orientation : undefined,
+      orientation: input.export_orientation,
     });
-    const unapplied = Object.entries(CONVERT_NO_EFFECT).filter(([name, neutral]) => input[name] !== undefined && input[name] !== neutral).map(([name]) => name);
+    const unapplied = (Object.keys(CONVERT_NO_EFFECT) as (keyof typeof CONVERT_NO_EFFECT)[]).filter((name) => input[name] !== undefined && input[name] !== CONVERT_NO_EFFECT[name]);
     return {
       files: [{ type: '3d', role: 'model', data: converted.data, fileName: `${job.taskId}.${converted.extension}`, mimeType: converted.mimeType }],
       extra: { ...describeModel(doc, format.toLowerCase()), ...(unapplied.length > 0 ? { unapplied_options: unapplied } : {}) },
@@ -391,8 +367,8 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
 
   async stylize(job, ctx) {
     const { doc, source } = await readSource(job, ctx);
-    const style = job.input.style as Style;
-    const resolution = style === 'blockgame' ? (count(job.input, 'block_size') ?? BLOCK_SIZE) : STYLE_RESOLUTION[style];
+    const { style } = job.input;
+    const resolution = style === 'blockgame' ? (job.input.block_size ?? BLOCK_SIZE) : STYLE_RESOLUTION[style];
     const grid = await stylizeModel(doc, { style, seed: digestOf(source.history_id, style), ...(resolution ? { resolution } : {}) });
     ctx.signal.throwIfAborted();
     const gridFacts = grid ? { grid: { origin: grid.origin, cell: grid.cell, size: grid.size } } : {};
@@ -409,64 +385,54 @@ const EDITS: Record<string, (job: GenerationJob, ctx: RunContext) => Promise<Gen
   },
 };
 
-/** The preset ids of a retarget request: `animations`, or the single `animation`. */
-function animationIds(input: Input): string[] {
-  return (Array.isArray(input.animations) ? input.animations : [input.animation]).filter((id): id is string => typeof id === 'string' && id !== '');
-}
-
-/** Checks of a request's own fields: made before the task starts, and again when it runs. */
-const CHECKS: Record<string, (input: Input) => void> = {
-  generate(input) {
-    count(input, 'face_limit');
-    pictureRefs(input);
-  },
+/** Checks of what the local engine can do with a request, beyond what its endpoint checked: made before the task starts, and again when it runs. */
+const CHECKS: { [Op in EditOperation]?: (input: EditInput<Op>) => void } = {
   smart_lowpoly(input) {
-    count(input, 'face_limit');
-  },
-  texture(input) {
-    const standard = input.texture_quality !== 'detailed';
-    if (standard && !flag(input, ['texture', 'enable_texture'], true) && !flag(input, ['pbr', 'enable_pbr'], true)) throw new TaskRejectedError('texture and pbr cannot both be false with texture_quality standard');
-  },
-  rig(input) {
-    if (input.rig_type !== undefined && !RIG_TYPES.includes(input.rig_type as RigType)) throw new TaskRejectedError(`rig_type must be one of ${RIG_TYPES.join(', ')}`);
+    faceLimitOf(input.face_limit);
   },
   retarget_animation(input) {
-    const ids = animationIds(input);
-    if (ids.length === 0) throw new TaskRejectedError('animation or animations needs at least one preset id');
-    const unknown = ids.find((id) => !presetOf(id));
+    const unknown = input.animations.find((id) => !presetOf(id));
     if (unknown) throw new TaskRejectedError(`unknown animation "${unknown}"; the local engine has ${Object.keys(ANIMATION_PRESETS).join(', ')}`);
   },
   convert(input) {
-    checkConvertOptions({
-      format: String(input.format ?? '').toUpperCase(),
-      textureFormat: typeof input.texture_format === 'string' ? input.texture_format.toUpperCase() : undefined,
-      orientation: typeof input.export_orientation === 'string' ? input.export_orientation : undefined,
-    });
-    count(input, 'face_limit');
-    count(input, 'texture_size');
-  },
-  stylize(input) {
-    if (!STYLES.includes(input.style as Style)) throw new TaskRejectedError(`style must be one of ${STYLES.join(', ')}`);
-    count(input, 'block_size');
+    checkConvertOptions({ format: input.format.toUpperCase(), textureFormat: input.texture_format, orientation: input.export_orientation });
+    faceLimitOf(input.face_limit);
   },
 };
 
-function checkedHandler(check: ((input: Input) => void) | undefined, run: (job: GenerationJob, ctx: RunContext) => Promise<GenerationOutput>): LocalHandler {
+function checkedHandler<E extends Endpoint>(check: (job: JobOf<E>) => void, run: (job: JobOf<E>, ctx: RunContext) => Promise<GenerationOutput>): LocalHandler<E> {
   return {
-    check: (job) => check?.(job.input),
+    check,
     run: (job, ctx) => {
-      check?.(job.input);
+      check(job);
       return run(job, ctx);
     },
   };
 }
 
-const generation = checkedHandler(CHECKS.generate, generate);
+const generation = checkedHandler<GenerateEndpoint>((job) => {
+  faceLimitOf(job.input.face_limit);
+  pictureRefs(job);
+}, generate);
+
+function edit<Op extends EditOperation>(op: Op): LocalHandler<EditEndpoint<Op>> {
+  const check: ((input: EditInput<Op>) => void) | undefined = CHECKS[op];
+  return checkedHandler<EditEndpoint<Op>>((job) => check?.(job.input), EDITS[op]);
+}
 
 /** Handlers of the mesh3d endpoints, keyed by task endpoint. */
-export const MESH_HANDLERS: Record<string, LocalHandler> = {
+export const MESH_HANDLERS: { [E in Extract<Endpoint, `mesh3d.${string}`>]: LocalHandler<E> } = {
   'mesh3d.generate.text': generation,
   'mesh3d.generate.image': generation,
   'mesh3d.generate.multiview': generation,
-  ...Object.fromEntries(Object.entries(EDITS).map(([op, run]): [string, LocalHandler] => [`mesh3d.edit.${op}`, checkedHandler(CHECKS[op], run)])),
+  'mesh3d.edit.segmentation': edit('segmentation'),
+  'mesh3d.edit.completion': edit('completion'),
+  'mesh3d.edit.smart_lowpoly': edit('smart_lowpoly'),
+  'mesh3d.edit.texture': edit('texture'),
+  'mesh3d.edit.convert': edit('convert'),
+  'mesh3d.edit.check_riggable': edit('check_riggable'),
+  'mesh3d.edit.rig': edit('rig'),
+  'mesh3d.edit.retarget_animation': edit('retarget_animation'),
+  'mesh3d.edit.refine': edit('refine'),
+  'mesh3d.edit.stylize': edit('stylize'),
 };

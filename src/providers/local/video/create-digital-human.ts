@@ -1,5 +1,5 @@
 import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../../digital-human/digital-human-engines.ts';
-import type { GenerationJob, GenerationOutput, RunContext } from '../../spec.ts';
+import type { GenerationOutput, RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readVideoInput } from './media-input.ts';
 import { MP4_MIME_TYPE } from './mp4-encoding.ts';
@@ -10,9 +10,9 @@ const EXTENSIONS: Record<string, string> = { 'video/webm': 'webm', 'video/quickt
  * A digital human from a source video: the video is checked to be one (ffmpeg reads its
  * streams) and handed back as the source file, which the gateway keeps as the owner's asset.
  */
-export const createDigitalHuman: LocalHandler = {
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const source = await ctx.readInput(String(job.input.video_id));
+export const createDigitalHuman: LocalHandler<'digital-human.create'> = {
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
+    const source = await ctx.readInput(job.input.video_id);
     const video = await readVideoInput(source.data, 'video_id', ctx.signal);
     const mimeType = source.mimeType.startsWith('video/') ? source.mimeType : MP4_MIME_TYPE;
     const extra: DigitalHumanCreateExtra = {

@@ -1,37 +1,16 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import { TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type InputFile, type RunContext } from '../../spec.ts';
+import type { VideoContentItem, VideoGenerationInput } from '../../../video/schemas.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationOutput, type InputFile, type JobContext, type RunContext } from '../../spec.ts';
 import { runFfmpeg } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readAudioDuration, readVideoInput } from './media-input.ts';
 import { AAC_ARGS, H264_MP4_ARGS, even, mp4Output } from './mp4-encoding.ts';
 import { videoFrameSize } from './video-frame-size.ts';
 
-/** The request as POST /v1/video/generations stores it (defaults filled in by the route). */
-interface VideoRequest {
-  content: ContentItem[];
-  aspect_ratio?: string;
-  resolution?: string;
-  duration?: number;
-  audio?: boolean;
-  framespersecond?: number;
-  watermark?: boolean;
-  seed?: number;
-  camerafixed?: boolean;
-  camera_control?: string;
-  negative_prompt?: string;
-  cfg_scale?: number;
-}
-
-interface ContentItem {
-  type: string;
-  text?: string;
-  image_url?: { url: string };
-  audio_url?: { url: string };
-  video_url?: { url: string; refer_type?: string; keep_original_sound?: string };
-  element?: { system_element_id?: string; inline_element?: { frontal_image_url: string } };
-  role?: string;
-}
+/** The request as POST /v1/video/generations stores it (defaults filled in by the service). */
+type VideoRequest = VideoGenerationInput;
+type ContentItem = VideoContentItem;
 
 const DEFAULT_FPS = 24;
 /** The background is drawn this much larger than the frame so the camera can pan across it. */
@@ -60,8 +39,7 @@ interface VideoInputs {
 
 type Rgb = [number, number, number];
 
-function settingsOf(input: Record<string, unknown>) {
-  const request = input as unknown as VideoRequest;
+function settingsOf(request: VideoRequest) {
   const fps = request.framespersecond ?? DEFAULT_FPS;
   const duration = request.duration ?? 5;
   return {
@@ -132,7 +110,7 @@ function hex(rgb: Rgb): string {
 }
 
 /** The drawn scene's colours and motion, from the prompt and seed: the same request draws the same video. */
-function sceneOf(job: GenerationJob, request: VideoRequest) {
+function sceneOf(job: JobContext, request: VideoRequest) {
   const prompt = request.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
   const digest = createHash('sha256')
     .update(JSON.stringify([job.model.alias, prompt, request.negative_prompt ?? '', request.seed ?? -1, request.cfg_scale ?? null, request.camera_control ?? '']))
@@ -295,8 +273,8 @@ function addSoundTrack(graph: FilterGraph, frame: Frame, inputs: VideoInputs, ba
  * it starts on the first-frame picture and ends on the last-frame picture, blending between.
  * With `audio`, an AAC track: the given sound, the edited video's own sound, or a generated chord.
  */
-export const generateVideo: LocalHandler = {
-  check(job: GenerationJob): void {
+export const generateVideo: LocalHandler<'video.generations'> = {
+  check(job): void {
     const { frames, resolution, aspectRatio, duration } = settingsOf(job.input);
     const { width, height } = videoFrameSize(resolution, aspectRatio);
     if (width * height * frames > MAX_RENDERED_PIXELS) {
@@ -304,7 +282,7 @@ export const generateVideo: LocalHandler = {
     }
   },
 
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
     const { request, fps, duration, frames, resolution, aspectRatio } = settingsOf(job.input);
     const inputs = await readInputs(request.content, ctx);
     const frame: Frame = { ...videoFrameSize(resolution, aspectRatio, inputs.first), fps, frames, duration, period: Math.max(duration, 2) };

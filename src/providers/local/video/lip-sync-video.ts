@@ -1,25 +1,16 @@
 import { link, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import type { DigitalHumanJobResource } from '../../../digital-human/digital-human-engines.ts';
-import { TaskFailedError, type GenerationJob, type GenerationOutput, type RunContext } from '../../spec.ts';
+import type { DigitalHumanGenerationInput } from '../../../digital-human/schemas.ts';
+import { TaskFailedError, type GenerationOutput, type RunContext } from '../../spec.ts';
 import { runFfmpeg, withWorkDir } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readAudioDuration, readVideoInput } from './media-input.ts';
 import { AAC_ARGS, H264_MP4_ARGS, even, mp4Output } from './mp4-encoding.ts';
 import { frameOrder } from './frame-order.ts';
 
-/** The request as POST /v1/digital-human/generations stores it, plus the resource the gateway adds. */
-interface LipSyncRequest {
-  audio_url: string;
-  image_url?: string;
-  video_url?: string;
-  templ_start_seconds?: number;
-  separate_vocal?: boolean;
-  align_audio?: boolean;
-  align_audio_reverse?: boolean;
-  resource: DigitalHumanJobResource;
-}
+/** The request as POST /v1/digital-human/generations stores it, with the resource the gateway adds. */
+type LipSyncRequest = DigitalHumanGenerationInput;
 
 /** Longest side of the frames the local engine plays back; larger templates are scaled down. */
 const MAX_SIDE = 1280;
@@ -83,9 +74,9 @@ async function decodeTemplate(request: LipSyncRequest, ctx: RunContext, dir: str
  * (or ping-pong) to the audio's length when align_audio is on, otherwise cut to the shorter of
  * the two, with the given audio as its AAC sound track.
  */
-export const lipSyncVideo: LocalHandler = {
-  async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
-    const request = job.input as unknown as LipSyncRequest;
+export const lipSyncVideo: LocalHandler<'digital-human.generations'> = {
+  async run(job, ctx: RunContext): Promise<GenerationOutput> {
+    const request = job.input;
     const audio = (await ctx.readInput(request.audio_url)).data;
     const audioSeconds = await readAudioDuration(audio, 'audio_url', ctx.signal);
     const startSeconds = request.templ_start_seconds ?? 0;
