@@ -46,12 +46,6 @@ import { WsTicketsRepo } from './storage/repos/ws-tickets-repo.ts';
 import { WsTicketService } from './realtime/ws-ticket-service.ts';
 import { createRealtimeGateway } from './realtime/realtime-gateway.ts';
 import { startRealtimeServer } from './realtime/realtime-server.ts';
-import { channelSpecs, checkRoutingConfig, routingPolicy } from './routing/channel-config.ts';
-import { ChannelRouter } from './routing/router.ts';
-import { TaskRouting } from './routing/task-routing.ts';
-import { RoutedChatModels } from './routing/routed-chat.ts';
-import { ChannelsRepo } from './storage/repos/channels-repo.ts';
-import { startTracing } from './telemetry/tracing.ts';
 import { LimitsRepo } from './storage/repos/limits-repo.ts';
 import { UsageRepo } from './storage/repos/usage-repo.ts';
 import { IdempotencyRepo } from './storage/repos/idempotency-repo.ts';
@@ -65,6 +59,12 @@ import { TranscriptionService } from './audio/transcription-service.ts';
 import { SpeechAudioService } from './audio/speech-audio.ts';
 import { OpenAiResponsesService } from './openai/responses-service.ts';
 import { OpenAiResponsesRepo } from './storage/repos/openai-responses-repo.ts';
+import { channelSpecs, checkRoutingConfig, routingPolicy } from './routing/channel-config.ts';
+import { ChannelRouter } from './routing/router.ts';
+import { TaskRouting } from './routing/task-routing.ts';
+import { RoutedChatModels } from './routing/routed-chat.ts';
+import { ChannelsRepo } from './storage/repos/channels-repo.ts';
+import { startTracing } from './telemetry/tracing.ts';
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -190,9 +190,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
   const services: AppServices = { limits, idempotency, usage,
-    settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents,
+    settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
-    routing,
   };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });

@@ -64,10 +64,10 @@ export const ModelOverride = Type.Object({
   disabled_until: Type.Optional(Type.String()),
   /** Capability values merged over the catalog's, per capability key. */
   capabilities: Type.Optional(Type.Record(Type.String(), Type.Record(Type.String(), Type.Unknown()))),
-  /** Aliases a call or task moves to, in order, when every channel of this model failed. */
-  fallbacks: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
   /** Prices in credits: what calls of this model cost (GET /v1/models/list shows them as billing_mode). */
   pricing: Type.Optional(ModelPricing),
+  /** Aliases a call or task moves to, in order, when every channel of this model failed. */
+  fallbacks: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
 }, { additionalProperties: false });
 export type ModelOverride = Static<typeof ModelOverride>;
 
@@ -149,7 +149,7 @@ export interface Settings {
   fileRetentionMs: number;
   /** FETCH_TIMEOUT_MS: how long fetching one URL a caller handed in may take, redirects and body included. */
   fetchTimeoutMs: number;
-  /** FETCH_ALLOW_HOSTS: hosts, addresses and CIDR ranges exempt from the outbound URL policy (CONTRACT §12). */
+  /** FETCH_ALLOW_HOSTS: hosts, addresses and CIDR ranges exempt from the outbound URL policy. */
   fetchAllowHosts: AllowedHosts;
   logLevel: string;
   /** Names this process in task records (queue_status.server) and queue leases. */

@@ -21,7 +21,6 @@ import type { WsTicketService } from '../realtime/ws-ticket-service.ts';
 import type { ChatService } from '../chat/chat-service.ts';
 import type { DigitalHumanService } from '../digital-human/digital-human-service.ts';
 import type { AgentServices } from '../agent/agent-services.ts';
-import type { ChannelRouter } from '../routing/router.ts';
 import type { LimitsService } from '../limits/limits-service.ts';
 import type { IdempotencyService } from '../limits/idempotency.ts';
 import type { UsageLedger } from '../limits/usage-ledger.ts';
@@ -30,6 +29,7 @@ import type { RerankService } from '../rerank/service.ts';
 import type { TranscriptionService } from '../audio/transcription-service.ts';
 import type { SpeechAudioService } from '../audio/speech-audio.ts';
 import type { OpenAiResponsesService } from '../openai/responses-service.ts';
+import type { ChannelRouter } from '../routing/router.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -64,8 +64,6 @@ export interface AppServices {
   chat: ChatService;
   /** The /v1/responses agent, personal skills and knowledge-base agents. */
   agents: AgentServices;
-  /** Channels of the providers: their health, and the administrator's disable and enable. */
-  routing: ChannelRouter;
   /** Limits of tokens and users: admission of every API call, settlement, administration. */
   limits: LimitsService;
   /** Idempotency-Key on creating POSTs. */
@@ -82,4 +80,6 @@ export interface AppServices {
   speechAudio: SpeechAudioService;
   /** OpenAI's Responses API (/openai/v1/responses). */
   openaiResponses: OpenAiResponsesService;
+  /** Channels of the providers: their health, and the administrator's disable and enable. */
+  routing: ChannelRouter;
 }

@@ -46,7 +46,7 @@ export interface DrawResponse {
   finished_at?: number;
   mediaSize?: MediaSize;
   queue_info?: { queue: number; taskId: string };
-  /** A segmentation's parts: the names its edits accept in `part_names` (CONTRACT §11). */
+  /** A segmentation's parts: the names its edits accept in `part_names`. */
   part_names?: string[];
 }
 

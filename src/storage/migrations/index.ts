@@ -12,8 +12,8 @@ import * as workerHeartbeats from './0010-worker-heartbeats.ts';
 import * as agentApprovals from './0014-agent-approvals.ts';
 import * as limitsUsage from './0018-limits-usage.ts';
 import * as idempotencyKeys from './0019-idempotency-keys.ts';
-import * as openaiResponses from './0021-openai-responses.ts';
 import * as channelDisables from './0020-channel-disables.ts';
+import * as openaiResponses from './0021-openai-responses.ts';
 import * as taskTraceContext from './0025-task-trace-context.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
@@ -31,7 +31,7 @@ export const migrations: Record<string, Migration> = {
   '0014_agent_approvals': agentApprovals,
   '0018_limits_usage': limitsUsage,
   '0019_idempotency_keys': idempotencyKeys,
-  '0021_openai_responses': openaiResponses,
   '0020_channel_disables': channelDisables,
+  '0021_openai_responses': openaiResponses,
   '0025_task_trace_context': taskTraceContext,
 };
