@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import sharp, { type Sharp } from 'sharp';
-import type { ImageSize } from './image-size.ts';
+import type { ImageSize } from './image-output.ts';
 import { colourHuesOf } from './colour-words.ts';
 
 /** A small, fast generator (sfc32) seeded from a hex digest: the same digest gives the same numbers. */

@@ -2,8 +2,8 @@ import sharp, { type Metadata } from 'sharp';
 import { TaskFailedError, type GenerationOutput, type RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { drawPicture } from './draw-picture.ts';
-import { encodeImage, outputFormatOf, pictureKey } from './image-output.ts';
-import { checkDrawable, requestedSize, type ImageSize } from './image-size.ts';
+import { encodeImage, outputFormatOf, pictureKey, type ImageSize } from './image-output.ts';
+import { checkDrawable, requestedSize } from './image-size.ts';
 
 const EDITABLE_FORMATS = new Set(['png', 'jpeg', 'webp']);
 /** How much of the prompt's picture goes into the edited pixels. */

@@ -2,7 +2,6 @@ import { createHash } from 'node:crypto';
 import type { Sharp } from 'sharp';
 import type { ImageGenerationInput } from '../../../images/schemas.ts';
 import type { GeneratedFile, JobContext, JobOf } from '../../spec.ts';
-import type { ImageSize } from './image-size.ts';
 
 export type OutputFormat = 'png' | 'jpeg' | 'webp';
 
@@ -39,6 +38,12 @@ export function pictureKey(job: ImageJob, index: number): string {
   const { seed, prompt } = imageRequestOf(job);
   const basis = seed !== undefined ? { prompt, seed } : job.input;
   return createHash('sha256').update(JSON.stringify([job.model.alias, basis, index])).digest('hex');
+}
+
+/** A picture's size in pixels. */
+export interface ImageSize {
+  width: number;
+  height: number;
 }
 
 /** Encodes a pipeline as one output file of the job. */

@@ -1,5 +1,5 @@
 import { TaskRejectedError } from '../../spec.ts';
-import type { ImageRequest } from './image-output.ts';
+import type { ImageRequest, ImageSize } from './image-output.ts';
 
 /** The largest side the gateway draws: the long side of the 8K resolution. */
 export const MAX_IMAGE_SIDE = 8192;
@@ -11,11 +11,6 @@ const RESOLUTION_LONG_SIDE: Readonly<Record<NonNullable<ImageRequest['resolution
 const SIDE_MULTIPLE = 16;
 
 const DEFAULT_SIDE = 1024;
-
-export interface ImageSize {
-  width: number;
-  height: number;
-}
 
 /** Two positive integers joined by `separator`, as the endpoint's patterns of size (WxH) and aspect_ratio (W:H) guarantee. */
 function pairOf(value: string, separator: string): [number, number] {
