@@ -300,6 +300,9 @@ export class ChannelRouter {
 
   /** One call on one channel, counted in its health and figures. */
   private async attempt<T>(channel: Channel, call: () => Promise<T>, signal: AbortSignal | undefined): Promise<{ ok: true; value: T } | { ok: false; error: unknown; failure: Failure }> {
+    // Aborted before the call (a task cancelled while its route was being saved): no call. An
+    // engine listening for 'abort' would never hear it on a signal that has already fired.
+    if (signal?.aborted) return { ok: false, error: signal.reason, failure: { kind: 'final', message: 'aborted' } };
     const probe = channel.state === 'cooling_down';
     if (probe) channel.probing = true;
     channel.inFlight++;
