@@ -1,43 +1,19 @@
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.ts';
-import type { Cursor, LedgerFilter, TaskFilter, UsageGroup, UsageRepo } from '../storage/repos/usage-repo.ts';
+import type { Cursor, LedgerFilter, TaskFilter, UsageGroup, UsageRepo, UsageSums } from '../storage/repos/usage-repo.ts';
 import type { UsageLedgerRow } from '../storage/schema.ts';
 import { statusRecordOf, type TaskStatusRecord } from '../tasks/task-record.ts';
 import { fromMicro } from './limits.ts';
 
-/** One group of the usage answer (credits as shown). */
-export interface UsageRow {
-  key: string;
-  requests: number;
-  tasks: number;
-  input_tokens: number;
-  output_tokens: number;
-  cost: number;
-  errors: number;
-}
+/** One group of the usage answer: the repository's sums, with credits as shown. */
+export type UsageRow = UsageSums;
 
-/** A ledger row as GET /admin/requests shows it. */
-export interface LedgerEntry {
-  id: string;
+/** A ledger row as GET /admin/requests shows it: times as ISO-8601, without the settlement bookkeeping. */
+export type LedgerEntry = Omit<UsageLedgerRow, 'kind' | 'created_at' | 'finished_at' | 'reserved' | 'counters_applied'> & {
   kind: string;
   created_at: string;
   finished_at: string;
-  user_id: string;
-  token_id: string | null;
-  endpoint: string;
-  model: string | null;
-  provider: string | null;
-  channel: string | null;
-  status: string;
-  http_status: number | null;
-  input_tokens: number;
-  output_tokens: number;
-  outputs: number;
-  cost: number;
-  latency_ms: number;
-  request_id: string;
-  task_id: string | null;
-}
+};
 
 const DAY_MS = 86_400_000;
 const RETENTION_EVERY_MS = 60 * 60 * 1000;
