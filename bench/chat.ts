@@ -4,12 +4,12 @@
 // first streamed chunk (sequential calls timed to the microsecond); the server's RSS idle and under
 // load. The upstream is the test fake, run in a process of its own so the two do not share an event loop.
 // BENCH_DURATION_S (default 5) sets each load run, BENCH_PROBE_CALLS (default 3000) the sequential calls.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 import { Client } from 'undici';
 import { startFakeChatUpstream } from '../test/fakes/openai-chat-upstream.ts';
-import { createToken, rssMb, startBenchServer } from './support.ts';
+import { createToken, rssMb, startBenchServer, startChatUpstream } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const PROBE_CALLS = Number(process.env.BENCH_PROBE_CALLS ?? 3000);
@@ -23,19 +23,6 @@ interface Target {
   authorization: string;
 }
 
-async function startUpstreamProcess(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat.ts', 'upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const match = /upstream listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
-  });
-  return { url, child };
-}
 
 function load(target: Target, stream: boolean, connections: number, duration: number) {
   return autocannon({
@@ -100,7 +87,7 @@ async function main(): Promise<void> {
   const tsxIdleRss = rssMb(viaTsx.pid);
   await viaTsx.stop();
 
-  const upstream = await startUpstreamProcess();
+  const upstream = await startChatUpstream();
   const server = await startBenchServer({
     GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: upstream.url, api_key_env: 'BENCH_UPSTREAM_KEY', concurrency: 64 } } }),
     BENCH_UPSTREAM_KEY: UPSTREAM_KEY,

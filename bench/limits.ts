@@ -3,12 +3,12 @@
 // with every limit set (requests and tokens per minute, tasks at once, credits with a priced model),
 // embedded and with Redis (one script call per admission). Prints the added median and mean.
 // BENCH_PROBE_CALLS (default 3000) sets the calls per token.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { Redis } from 'ioredis';
 import { Client } from 'undici';
-import { startBenchServer, type BenchServer } from './support.ts';
+import { startBenchServer, startChatUpstream, type BenchServer } from './support.ts';
 
 const CALLS = Number(process.env.BENCH_PROBE_CALLS ?? 3000);
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -16,19 +16,6 @@ const UPSTREAM_KEY = 'sk-bench-upstream';
 const BODY = JSON.stringify({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'Hello there, how are you today?' }], stream: false });
 const EVERY_LIMIT = { requests_per_minute: 1_000_000_000, tokens_per_minute: 1_000_000_000, concurrent_tasks: 1000, credits: 1_000_000_000, credits_period: 'day' };
 
-async function startUpstream(): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat.ts', 'upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const match = /upstream listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
-  });
-  return { url, child };
-}
 
 async function token(server: BenchServer, userId: string, limits?: object): Promise<string> {
   const res = await fetch(`${server.url}/admin/tokens`, {
@@ -103,7 +90,7 @@ async function redisAnswers(): Promise<boolean> {
 
 const build = spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
 if (build.status !== 0) throw new Error('npm run build failed');
-const upstream = await startUpstream();
+const upstream = await startChatUpstream();
 try {
   const lines = [await measure('embedded', {}, upstream.url, 0.1)];
   if (await redisAnswers()) {

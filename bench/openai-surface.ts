@@ -3,28 +3,14 @@
 // upstream on loopback, requests/s and p50/p99 at 1 and 50 connections and the ratio of the two;
 // and embeddings on the built-in engine (/openai/v1/embeddings, 8 texts of 1536 dimensions, float
 // and base64). Runs the built server, as `npm start` does. BENCH_DURATION_S (default 5) sets each run.
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import autocannon from 'autocannon';
-import { createToken, startBenchServer } from './support.ts';
+import { createToken, startBenchServer, startChatUpstream } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const MESSAGES = [{ role: 'user', content: 'Hello there, how are you today?' }];
 const TEXTS = Array.from({ length: 8 }, (_, i) => `document number ${i} about the weather, rivers and the mountains of the north`);
 
-async function startUpstream(): Promise<{ url: string; child: ChildProcess }> {
-  // The chat benchmark's upstream: the test fake in a process of its own.
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat.ts', 'upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const match = /upstream listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
-  });
-  return { url, child };
-}
 
 async function run(url: string, token: string, body: unknown, connections: number, duration: number) {
   const result = await autocannon({
@@ -57,7 +43,7 @@ async function embeddingFigures(): Promise<string[]> {
 async function main(): Promise<void> {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
-  const upstream = await startUpstream();
+  const upstream = await startChatUpstream();
   const server = await startBenchServer({
     GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: upstream.url, api_key_env: 'BENCH_UPSTREAM_KEY', concurrency: 64 } } }),
     BENCH_UPSTREAM_KEY: 'sk-bench-upstream',

@@ -97,3 +97,18 @@ export async function onPostgres(name: string, bench: (env: Record<string, strin
     await admin.end();
   }
 }
+
+/** The chat benchmarks' upstream: the test fake, in a process of its own (`bench/chat.ts upstream`) so it shares no event loop with the gateway. */
+export async function startChatUpstream(): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat.ts', 'upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const match = /upstream listening on (\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
+  });
+  return { url, child };
+}
