@@ -1,5 +1,5 @@
 import { pipeline, Transform, type Readable } from 'node:stream';
-import { createBLAKE3 } from 'hash-wasm';
+import { blake3, createBLAKE3 } from 'hash-wasm';
 import { ApiError } from '../core/errors.ts';
 
 const HASH = /^blake3:[0-9a-f]{64}$/;
@@ -19,6 +19,11 @@ export function looksLikeAssetHash(value: string): boolean {
 /** The blob key of content: `assets/<hex>`. */
 export function contentKey(hash: string): string {
   return `assets/${hash.slice('blake3:'.length)}`;
+}
+
+/** The content hash of bytes held in memory. */
+export async function hashOf(data: Buffer): Promise<string> {
+  return `blake3:${await blake3(data)}`;
 }
 
 export interface HashTap {

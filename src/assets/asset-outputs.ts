@@ -3,7 +3,7 @@ import type { DbHandle } from '../storage/db-handle.ts';
 import type { AssetsRepo } from '../storage/repos/assets-repo.ts';
 import type { AssetRefRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
-import { contentKey } from './asset-hash.ts';
+import { contentKey, hashOf } from './asset-hash.ts';
 import { AssetIngest } from './asset-ingest.ts';
 import { normalizeSubfolder, safeFileName } from './asset-names.ts';
 import type { AssetJson } from './asset-record.ts';
@@ -36,15 +36,33 @@ export interface StoredOutputContent {
  */
 export class AssetOutputs {
   private readonly ingest: AssetIngest;
+  /**
+   * Contents stored for records not yet written (nor given up), by hash, with how many wait on
+   * each: dropping one output must not delete bytes another end is about to record.
+   */
+  private readonly waiting = new Map<string, number>();
 
   constructor(private readonly ctx: AssetContext) {
     this.ingest = new AssetIngest(ctx);
   }
 
-  /** Stores a task output's bytes under their hash; recordOutput records them in the transaction that ends the task. */
+  /**
+   * Stores a task output's bytes under their hash; recordOutput records them in the transaction
+   * that ends the task, and then settleOutput (written) or dropOutput (not written) is called.
+   */
   async storeOutput(source: Readable | Buffer): Promise<StoredOutputContent> {
-    const ingested = await this.ingest.ingest(Buffer.isBuffer(source) ? Readable.from([source]) : source);
-    return { hash: ingested.hash, size: ingested.size, stored: await this.ingest.store(ingested) };
+    if (Buffer.isBuffer(source)) {
+      // Bytes in memory are hashed first: content the store has is not written again.
+      const hash = await hashOf(source);
+      return this.holding(hash, async () => {
+        const key = contentKey(hash);
+        const stored = (await this.ctx.blobs.size(key)) === undefined;
+        if (stored) await this.ctx.blobs.put(key, source);
+        return { hash, size: source.length, stored };
+      });
+    }
+    const ingested = await this.ingest.ingest(source);
+    return this.holding(ingested.hash, async () => ({ hash: ingested.hash, size: ingested.size, stored: await this.ingest.store(ingested) }));
   }
 
   /** Registers stored output bytes as the user's asset, writing through `db` (the transaction that ends the task). */
@@ -52,21 +70,46 @@ export class AssetOutputs {
     await this.createRecord(this.ctx.repo.in(db), content, spec);
   }
 
+  /** The record of stored output bytes was committed: it keeps them from now on. */
+  settleOutput(content: StoredOutputContent): void {
+    this.release(content.hash);
+  }
+
   /** Removes output bytes that no record came to use (the task's end was not written). */
   async dropOutput(content: StoredOutputContent): Promise<void> {
-    if (content.stored && !(await this.ctx.repo.hasContent(content.hash))) await this.ctx.blobs.delete(contentKey(content.hash));
+    this.release(content.hash);
+    if (content.stored && !this.waiting.has(content.hash) && !(await this.ctx.repo.hasContent(content.hash))) await this.ctx.blobs.delete(contentKey(content.hash));
+  }
+
+  /** Runs `store` with the hash held, from before the store looks for the bytes; released when it fails. */
+  private async holding(hash: string, store: () => Promise<StoredOutputContent>): Promise<StoredOutputContent> {
+    this.waiting.set(hash, (this.waiting.get(hash) ?? 0) + 1);
+    try {
+      return await store();
+    } catch (err) {
+      this.release(hash);
+      throw err;
+    }
+  }
+
+  private release(hash: string): void {
+    const count = (this.waiting.get(hash) ?? 0) - 1;
+    if (count > 0) this.waiting.set(hash, count);
+    else this.waiting.delete(hash);
   }
 
   /** storeOutput and recordOutput in a transaction of their own, for an output that ends no task. */
   async registerOutput(spec: RegisterOutputSpec): Promise<AssetJson> {
     const content = await this.storeOutput(spec.source);
+    let row: AssetRefRow;
     try {
-      const row = await this.ctx.repo.transaction((repo) => this.createRecord(repo, content, spec));
-      return await new AssetRecords(this.ctx).json(spec.userId, row);
+      row = await this.ctx.repo.transaction((repo) => this.createRecord(repo, content, spec));
     } catch (err) {
       await this.dropOutput(content);
       throw err;
     }
+    this.settleOutput(content);
+    return new AssetRecords(this.ctx).json(spec.userId, row);
   }
 
   /** The content row and the record, written through `repo` (one bound to a transaction). */

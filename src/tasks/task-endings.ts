@@ -33,6 +33,8 @@ export interface EndWork {
    * through the pool would wait for it forever.
    */
   write(db: DbHandle): Promise<void>;
+  /** Called once the end is committed. */
+  written?(): void;
   /**
    * Called instead when the end is not written (the task ended otherwise meanwhile, or a write
    * failed): drops what the handler stored before the transaction, such as blob bytes.
@@ -52,6 +54,7 @@ export type EndpointMatch = string | readonly string[] | ((endpoint: string) => 
 /** The work of every handler for one end, written as one. */
 export interface PreparedEnd {
   write(db: DbHandle): Promise<void>;
+  written(): void;
   abandon(): Promise<void>;
 }
 
@@ -95,6 +98,9 @@ export class TaskEndings {
     return {
       write: async (db) => {
         for (const work of works) await work.write(db);
+      },
+      written: () => {
+        for (const work of works) work.written?.();
       },
       abandon: abandonAll,
     };

@@ -50,6 +50,9 @@ export class TaskOutputStore {
           await this.deps.assets.outputs.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
         }
       },
+      written: () => {
+        for (const { asset } of stored) this.deps.assets.outputs.settleOutput(asset);
+      },
       abandon: drop,
     };
   };

@@ -189,6 +189,7 @@ export class TaskService {
         return ending;
       });
       if (!outcome.ok || !outcome.changed) await ending?.prepared?.abandon();
+      else ending?.prepared?.written();
       return outcome;
     } catch (err) {
       await ending?.prepared?.abandon();
