@@ -124,6 +124,39 @@ describe('task end handlers', () => {
     }
   });
 
+  it('ends committed together stay apart: one whose write fails rolls back alone, the others succeed with their outputs', async () => {
+    const engine = new GatedEngine();
+    const srv = await startTestServer({}, { engines: engines(engine) });
+    try {
+      const token = await srv.tokenFor('neighbours');
+      const [unlucky, ...others] = await Promise.all([1, 2, 3, 4].map(() => submitAsync(srv, token)));
+      srv.server.services.tasks.onEnd('images.generations', async (ending) => {
+        if (ending.status !== 'success' || ending.task.id !== unlucky) return undefined;
+        return {
+          write: async (db) => {
+            // A row of its own first: the rollback must take it away too.
+            await db.kysely.insertInto('settings').values({ key: 'written-by-a-failed-end', value: '1', updated_at: Date.now() }).execute();
+            throw new Error('the history table is gone');
+          },
+        };
+      });
+      // Released in one turn of the event loop, so their ends are written together.
+      await Promise.all([unlucky, ...others].map((id) => engine.finish(id)));
+      const records = await Promise.all([unlucky, ...others].map((id) => waitForEnd(srv, id)));
+      assert.equal(records[0].queue_status.status, 'failed');
+      assert.equal(records[0].queue_status.original_error_message, 'the history table is gone');
+      for (const record of records.slice(1)) {
+        assert.equal(record.queue_status.status, 'success');
+        assert.equal((await fetch(record.queue_status.output_content[0].url)).status, 200);
+      }
+      assert.equal((await outputAssets(srv, token)).length, others.length, 'each successful task has its output asset, the failed one none');
+      const leaked = await srv.server.services.db.kysely.selectFrom('settings').select('key').where('key', '=', 'written-by-a-failed-end').executeTakeFirst();
+      assert.equal(leaked, undefined, 'the failed end\'s own row was rolled back');
+    } finally {
+      await srv.close();
+    }
+  });
+
   it('an end that loses the compare-and-set to a cancel writes nothing of its own and drops its files', async () => {
     const engine = new GatedEngine();
     const srv = await startTestServer({}, { engines: engines(engine) });

@@ -1,10 +1,12 @@
-import type { Kysely, Transaction } from 'kysely';
+import { sql, type Kysely, type Transaction } from 'kysely';
 import type { Database } from './schema.ts';
 
 type Work<T> = (trx: Transaction<Database>) => Promise<T>;
 
 interface Queued {
   work: Work<unknown>;
+  /** Runs inside a savepoint: its failure rolls back its own writes and fails it alone. */
+  isolated: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
 }
@@ -18,9 +20,10 @@ const RETRYABLE = new Set(['40P01', '40001']);
 /**
  * Group commit: small writes queued during one turn of the event loop run one after another
  * in a single transaction, so a burst of task submits and status changes pays for one commit
- * instead of one each. Each work sees the writes of the works before it. A work that throws
- * fails its whole batch (every caller gets the error), so works must answer expected outcomes
- * (a lost compare-and-set) as values.
+ * instead of one each. Each work sees the writes of the works before it. A plain work that
+ * throws fails its whole batch (every caller gets the error), so plain works must answer
+ * expected outcomes (a lost compare-and-set) as values; a work that may fail runs isolated, in a
+ * savepoint of the batch's transaction.
  */
 export class TransactionBatcher {
   private queue: Queued[] = [];
@@ -29,21 +32,22 @@ export class TransactionBatcher {
   constructor(private readonly kysely: Kysely<Database>) {}
 
   run<T>(work: Work<T>): Promise<T> {
+    return this.enqueue(work, false);
+  }
+
+  /** Like run, for a work that may throw: its failure undoes its writes and reaches its caller only. */
+  runIsolated<T>(work: Work<T>): Promise<T> {
+    return this.enqueue(work, true);
+  }
+
+  private enqueue<T>(work: Work<T>, isolated: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ work, isolated, resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled) {
         this.scheduled = true;
         setImmediate(() => void this.flush());
       }
     });
-  }
-
-  /**
-   * Runs a work in a transaction of its own, with the same retries: for a work that may throw
-   * (its failure must not fail other callers' writes) or that writes a lot.
-   */
-  runAlone<T>(work: Work<T>): Promise<T> {
-    return this.withRetries(() => this.kysely.transaction().execute(work));
   }
 
   private async flush(): Promise<void> {
@@ -53,12 +57,16 @@ export class TransactionBatcher {
     try {
       const results = await this.withRetries(() =>
         this.kysely.transaction().execute(async (trx) => {
-          const results: unknown[] = [];
-          for (const queued of batch) results.push(await queued.work(trx));
+          const results: Outcome[] = [];
+          for (const queued of batch) results.push(queued.isolated ? await isolated(trx, queued.work) : { ok: true, value: await queued.work(trx) });
           return results;
         }),
       );
-      batch.forEach((queued, i) => queued.resolve(results[i]));
+      batch.forEach((queued, i) => {
+        const outcome = results[i]!;
+        if (outcome.ok) queued.resolve(outcome.value);
+        else queued.reject(outcome.error);
+      });
     } catch (err) {
       for (const queued of batch) queued.reject(err);
     }
@@ -75,5 +83,25 @@ export class TransactionBatcher {
         throw err;
       }
     }
+  }
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+/**
+ * Runs a work in a savepoint: a failure rolls back to it and is the work's outcome. A deadlock or
+ * serialization failure is thrown on: it has rolled back the whole transaction, which is retried.
+ */
+async function isolated(trx: Transaction<Database>, work: Work<unknown>): Promise<Outcome> {
+  await sql`savepoint isolated_work`.execute(trx);
+  try {
+    const value = await work(trx);
+    await sql`release savepoint isolated_work`.execute(trx);
+    return { ok: true, value };
+  } catch (error) {
+    if (RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
+    await sql`rollback to savepoint isolated_work`.execute(trx);
+    await sql`release savepoint isolated_work`.execute(trx);
+    return { ok: false, error };
   }
 }

@@ -66,8 +66,8 @@ export class TasksRepo {
       await alsoWrite?.({ kysely: trx, dialect: this.db.dialect });
       return true;
     };
-    // Other writes may fail; in a transaction of their own they cannot fail a whole batch.
-    return alsoWrite ? this.writes.runAlone(work) : this.writes.run(work);
+    // Other writes may fail; isolated, they cannot fail the rest of the batch.
+    return alsoWrite ? this.writes.runIsolated(work) : this.writes.run(work);
   }
 
   /** How many live-but-unstarted tasks were submitted before this one. */
@@ -134,7 +134,7 @@ export class TasksRepo {
 
   /** Gives a task back: another worker (or this one after a restart) may take it at once. */
   async release(owner: string, id: string): Promise<void> {
-    await this.db.kysely.updateTable('tasks').set({ lease_owner: null, lease_until: null }).where('id', '=', id).where('lease_owner', '=', owner).execute();
+    await this.writes.run((trx) => trx.updateTable('tasks').set({ lease_owner: null, lease_until: null }).where('id', '=', id).where('lease_owner', '=', owner).execute());
   }
 
   /**
