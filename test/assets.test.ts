@@ -845,6 +845,20 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       const out2 = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_2', fileName: 'result.png', mimeType: 'image/png', source: Buffer.from('r2') });
       assert.equal(out1.preview_url, '/api/view?type=output&filename=result.png');
       assert.equal(out2.preview_url, '/api/view?type=output&filename=result%20(1).png');
+
+      // A taken name is numbered after the highest number taken (of the same extension), found
+      // in one query: past 10,000 outputs of one name (image-1.png of every task) it still works.
+      const register = async (fileName: string, content: string) =>
+        (await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_n', fileName, mimeType: 'image/png', source: Buffer.from(content) })).name;
+      assert.equal(await register('scene.png', 's0'), 'scene.png');
+      assert.equal(await register('scene (7).png', 's7'), 'scene (7).png');
+      assert.equal(await register('scene (50).jpg', 's50'), 'scene (50).jpg');
+      assert.equal(await register('scene (1) (2).png', 's12'), 'scene (1) (2).png');
+      assert.equal(await register('scene.png', 's8'), 'scene (8).png');
+      assert.equal(await register('scene.png', 's9'), 'scene (9).png');
+      assert.equal(await register('deep (10000).png', 'd10000'), 'deep (10000).png');
+      assert.equal(await register('deep.png', 'd0'), 'deep.png');
+      assert.equal(await register('deep.png', 'd10001'), 'deep (10001).png');
     });
 
     test('refused uploads leave no content behind (file name too long, subfolder segment too long)', async () => {

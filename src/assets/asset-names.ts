@@ -26,9 +26,22 @@ export function safeFileName(raw: string | undefined, param = 'filename'): strin
   return name;
 }
 
+/** A file name's stem and extension: `a.png` → `a`, `.png`. */
+export function nameParts(fileName: string): { stem: string; ext: string } {
+  const ext = path.posix.extname(fileName);
+  return { stem: ext ? fileName.slice(0, -ext.length) : fileName, ext };
+}
+
 /** ComfyUI's rename on collision: `a.png` → `a (1).png`, `a (2).png`, … */
 export function numberedName(fileName: string, n: number): string {
-  const ext = path.posix.extname(fileName);
-  const stem = ext ? fileName.slice(0, -ext.length) : fileName;
+  const { stem, ext } = nameParts(fileName);
   return `${stem} (${n})${ext}`;
+}
+
+/** n of `numbered`, when it is `fileName`'s numbered name `a (n).png`; else undefined. */
+export function numberOf(fileName: string, numbered: string): number | undefined {
+  const { stem, ext } = nameParts(fileName);
+  if (!numbered.startsWith(`${stem} (`) || !numbered.endsWith(`)${ext}`)) return undefined;
+  const digits = numbered.slice(stem.length + 2, numbered.length - ext.length - 1);
+  return /^[1-9][0-9]*$/.test(digits) ? Number(digits) : undefined;
 }

@@ -4,7 +4,7 @@ import type { AssetFilter, AssetSort } from '../storage/repos/assets-repo.ts';
 import type { AssetRefRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
 import { mergeMetadata, projectMetadata, type JsonObject } from './asset-metadata.ts';
-import { MAX_RENAMES, numberedName } from './asset-names.ts';
+import { MAX_RENAMES, nameParts, numberedName, numberOf } from './asset-names.ts';
 import { serializeAsset, type AssetJson, type AssetView } from './asset-record.ts';
 import { sortTags, type RootTag } from './asset-tags.ts';
 
@@ -166,9 +166,21 @@ export class AssetRecords {
     return (await this.ctx.repo.insertRef(row, tags, projectMetadata(row.id, mergeMetadata(r.systemMetadata, r.userMetadata)))) ? row : undefined;
   }
 
+  /** The highest n of the owner's `fileName (n).ext` records in the folder, 0 when none: one query, however many there are. */
+  private async highestNumber(ownerId: string, root: string, subfolder: string, fileName: string): Promise<number> {
+    const { stem, ext } = nameParts(fileName);
+    // Longest first finds the highest number; a name like `a (1) (2).png` sorts among them, so a few are read.
+    const names = await this.ctx.repo.longestNumberedNames(ownerId, root, subfolder, stem, ext, 20);
+    for (const name of names) {
+      const n = numberOf(fileName, name);
+      if (n !== undefined) return n;
+    }
+    return 0;
+  }
+
   /**
-   * Creates a record at the first free location root/subfolder/fileName, `fileName (n).ext`
-   * when taken (ComfyUI's rename), so every live record has a location of its own. stop is
+   * Creates a record at root/subfolder/fileName, or when taken at `fileName (n).ext` with n after
+   * the highest taken (ComfyUI's rename), so every live record has a location of its own. stop is
    * asked after a lost race for a location: a record it answers is returned instead.
    */
   async createAtFreeLocation(
@@ -178,7 +190,7 @@ export class AssetRecords {
   ): Promise<{ row: AssetRefRow; created: boolean }> {
     const subfolder = r.subfolder ?? '';
     let n = 0;
-    for (let attempt = 0; n <= MAX_RENAMES && attempt <= 2 * MAX_RENAMES; attempt++) {
+    for (let attempt = 0; attempt < MAX_RENAMES; attempt++) {
       const fileName = n === 0 ? r.fileName : numberedName(r.fileName, n);
       const occupied = await this.ctx.repo.findOccupant(ownerId, r.root, subfolder, fileName);
       if (!occupied) {
@@ -188,8 +200,8 @@ export class AssetRecords {
       // The location is taken, possibly by a concurrent request creating this very record.
       const other = await stop?.();
       if (other) return { row: other, created: false };
-      // Taken by another record: the next number; lost a race for a free name: look again.
-      if (occupied) n++;
+      // Taken by another record: the number after the highest taken; lost a race for a free name: look again.
+      if (occupied) n = n === 0 ? (await this.highestNumber(ownerId, r.root, subfolder, r.fileName)) + 1 : n + 1;
     }
     throw new Error(`no free file name for ${r.fileName} after ${MAX_RENAMES} tries`);
   }

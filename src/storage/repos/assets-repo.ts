@@ -242,6 +242,29 @@ export class AssetsRepo {
   }
 
   /**
+   * The longest live names of the owner in root/subfolder that start `stem (` and end with `ext`,
+   * longest and then last first: the numbered names `stem (n)ext` with the highest n among them.
+   */
+  async longestNumberedNames(ownerId: string, root: string, subfolder: string, stem: string, ext: string, limit: number): Promise<string[]> {
+    const rows = await this.k
+      .selectFrom('asset_refs')
+      .select('file_name')
+      .where('owner_id', '=', ownerId)
+      .where('root', '=', root)
+      .where('subfolder', '=', subfolder)
+      .where('deleted_at', 'is', null)
+      // A range over the location index: every name starting `stem (` (the next character is `)`).
+      .where('file_name', '>=', `${stem} (`)
+      .where('file_name', '<', `${stem} )`)
+      .where(sql<string>`substr(file_name, length(file_name) - ${ext.length})`, '=', `)${ext}`)
+      .orderBy(sql`length(file_name)`, 'desc')
+      .orderBy('file_name', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((r) => r.file_name);
+  }
+
+  /**
    * The live record of the owner at file name + subfolder carrying the root tag
    * (input/output/temp): the one whose location root it is first, else the newest.
    */
