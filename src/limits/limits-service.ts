@@ -185,6 +185,8 @@ export class LimitsService {
     this.unsubscribe();
     clearInterval(this.reconcileTimer);
     await this.counters.close();
+    // Before the database closes: the rows of the last calls are written.
+    await this.usage.flushCalls().catch((err: unknown) => this.opts.logger.error({ err }, 'writing the last ledger rows failed'));
   }
 
   private async limitsOf(principal: Principal): Promise<CachedLimits> {
@@ -395,6 +397,8 @@ export class LimitsService {
   private async seed(by: 'token' | 'user', id: string, limits: Limits | undefined): Promise<void> {
     if (!limits) return;
     const period = periodOf((limits.credits_period ?? 'day') as CreditPeriod, this.now());
+    // Calls whose rows still wait to be written count too.
+    await this.usage.flushCalls().catch(() => undefined);
     const [spent, live] = await Promise.all([this.repo.spentSince(by, id, period.startDay), this.repo.liveTasks(by, id)]);
     await this.counters.seed({ subject: `${by === 'token' ? 'tok' : 'usr'}:${id}`, period: period.key, spent, live }, this.holdMs);
   }

@@ -98,6 +98,29 @@ function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
   return [...merged.values()];
 }
 
+/** How long a call's ledger row may wait for others to be written with. */
+const CALL_ROWS_WAIT_MS = 50;
+/** Waiting call rows are written at once when this many have gathered. */
+const CALL_ROWS_MAX = 1000;
+
+interface PendingWrite {
+  done: Promise<void>;
+  resolve: () => void;
+  reject: (err: unknown) => void;
+  timer: NodeJS.Timeout;
+}
+
+/** A write of waiting rows, started by `flush` after CALL_ROWS_WAIT_MS unless started sooner. */
+function pendingWrite(flush: () => void): PendingWrite {
+  let resolve!: () => void;
+  let reject!: (err: unknown) => void;
+  const done = new Promise<void>((res, rej) => {
+    resolve = res;
+    reject = rej;
+  });
+  return { done, resolve, reject, timer: setTimeout(flush, CALL_ROWS_WAIT_MS) };
+}
+
 /**
  * The usage ledger (one row per call or task) and its daily aggregate, which is kept in the same
  * transaction as each row: usage queries read whole days from the aggregate and only the partial
@@ -105,9 +128,9 @@ function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
  */
 export class UsageRepo {
   private readonly writes: TransactionBatcher;
-  /** Call rows waiting for the end of this turn of the event loop, and the write that will take them. */
+  /** Call rows waiting to be written together, and their write. */
   private pendingCalls: UsageLedgerRow[] = [];
-  private pendingWrite: Promise<void> = Promise.resolve();
+  private pendingWrite: PendingWrite | undefined;
 
   constructor(private readonly db: Db) {
     this.writes = new TransactionBatcher(db.kysely);
@@ -119,19 +142,32 @@ export class UsageRepo {
   }
 
   /**
-   * Writes a call's row; the rows of calls ending in the same turn of the event loop go in one
-   * transaction, as one insert, with one aggregate update per day, user, token, model and provider.
+   * Writes a call's row. The rows of calls ending within CALL_ROWS_WAIT_MS go in one transaction,
+   * as one insert, with one aggregate update per day, user, token, model and provider: a busy
+   * gateway pays one write for many calls. Reads of the ledger write waiting rows first.
    */
   recordCall(row: UsageLedgerRow): Promise<void> {
     this.pendingCalls.push(row);
-    if (this.pendingCalls.length === 1) {
-      this.pendingWrite = new Promise((resolve, reject) => setImmediate(() => {
-        const rows = this.pendingCalls;
-        this.pendingCalls = [];
-        this.writes.run((trx) => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows))).then(resolve, reject);
-      }));
-    }
-    return this.pendingWrite;
+    const pending = (this.pendingWrite ??= pendingWrite(() => void this.flushCalls()));
+    if (this.pendingCalls.length >= CALL_ROWS_MAX) void this.flushCalls();
+    return pending.done;
+  }
+
+  /** Writes the call rows waiting now; settles once they are stored. */
+  flushCalls(): Promise<void> {
+    const pending = this.pendingWrite;
+    if (!pending) return Promise.resolve();
+    this.pendingWrite = undefined;
+    clearTimeout(pending.timer);
+    const rows = this.pendingCalls;
+    this.pendingCalls = [];
+    this.writes.run((trx) => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows))).then(pending.resolve, pending.reject);
+    return pending.done;
+  }
+
+  /** Waits for the call rows waiting now to be stored; a failed write was reported to its callers. */
+  private writtenCalls(): Promise<void> {
+    return this.flushCalls().catch(() => undefined);
   }
 
   private async insertRows(db: DbHandle, rows: UsageLedgerRow[], daily: UsageDailyRow[]): Promise<void> {
@@ -162,15 +198,18 @@ export class UsageRepo {
 
   /** Rows ended before `before` whose settlement the shared counters have not taken in. */
   async unapplied(before: number, limit: number): Promise<UsageLedgerRow[]> {
+    await this.writtenCalls();
     return this.db.kysely.selectFrom('usage_ledger').selectAll().where('counters_applied', '=', 0).where('finished_at', '<', before).orderBy('finished_at').limit(limit).execute();
   }
 
   async find(id: string): Promise<UsageLedgerRow | undefined> {
+    await this.writtenCalls();
     return this.db.kysely.selectFrom('usage_ledger').selectAll().where('id', '=', id).executeTakeFirst();
   }
 
   /** Usage between two times, grouped: whole UTC days from the aggregate, the partial days at the ends from the rows. */
   async sums(query: UsageQuery): Promise<UsageSums[]> {
+    await this.writtenCalls();
     const firstWhole = Math.ceil(query.from / DAY_MS) * DAY_MS;
     const lastWhole = Math.floor(query.to / DAY_MS) * DAY_MS;
     const parts: Promise<UsageSums[]>[] = [];
@@ -235,6 +274,7 @@ export class UsageRepo {
 
   /** Ledger rows, newest first, after the cursor. */
   async list(filter: LedgerFilter, limit: number, after: Cursor | undefined): Promise<UsageLedgerRow[]> {
+    await this.writtenCalls();
     let q = this.db.kysely.selectFrom('usage_ledger').selectAll();
     if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
     if (filter.tokenId !== undefined) q = q.where('token_id', '=', filter.tokenId);
@@ -246,6 +286,7 @@ export class UsageRepo {
 
   /** Tasks, newest first, after the cursor. */
   async tasks(filter: TaskFilter, limit: number, after: Cursor | undefined): Promise<TaskRow[]> {
+    await this.writtenCalls();
     let q = this.db.kysely.selectFrom('tasks').selectAll();
     if (filter.ownerId !== undefined) q = q.where('owner_id', '=', filter.ownerId);
     if (filter.status !== undefined) q = q.where('status', '=', filter.status);
