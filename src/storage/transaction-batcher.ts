@@ -18,8 +18,8 @@ const MAX_ATTEMPTS = 3;
 const RETRYABLE = new Set(['40P01', '40001']);
 
 /**
- * Group commit: small writes queued during one turn of the event loop run one after another
- * in a single transaction, so a burst of task submits and status changes pays for one commit
+ * Group commit: small writes queued during one turn of the event loop, or while the previous
+ * group was being committed, run one after another in a single transaction, so a burst of task submits and status changes pays for one commit
  * instead of one each. Each work sees the writes of the works before it. A plain work that
  * throws fails its whole batch (every caller gets the error), so plain works must answer
  * expected outcomes (a lost compare-and-set) as values; a work that may fail runs isolated, in a
@@ -28,6 +28,7 @@ const RETRYABLE = new Set(['40P01', '40001']);
 export class TransactionBatcher {
   private queue: Queued[] = [];
   private scheduled = false;
+  private flushing = false;
 
   constructor(private readonly kysely: Kysely<Database>) {}
 
@@ -43,22 +44,35 @@ export class TransactionBatcher {
   private enqueue<T>(work: Work<T>, isolated: boolean): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ work, isolated, resolve: resolve as (value: unknown) => void, reject });
-      if (!this.scheduled) {
+      if (!this.scheduled && !this.flushing) {
         this.scheduled = true;
         setImmediate(() => void this.flush());
       }
     });
   }
 
+  /**
+   * Writes the queued works, and then those queued meanwhile, one transaction at a time: while a
+   * commit is under way the next works gather, so a busy store gets fewer, larger transactions.
+   */
   private async flush(): Promise<void> {
-    const batch = this.queue.splice(0, MAX_BATCH);
-    if (this.queue.length > 0) setImmediate(() => void this.flush());
-    else this.scheduled = false;
+    this.scheduled = false;
+    this.flushing = true;
+    try {
+      while (this.queue.length > 0) await this.write(this.queue.splice(0, MAX_BATCH));
+    } finally {
+      this.flushing = false;
+    }
+  }
+
+  private async write(batch: Queued[]): Promise<void> {
     try {
       const results = await this.withRetries(() =>
         this.kysely.transaction().execute(async (trx) => {
           const results: Outcome[] = [];
-          for (const queued of batch) results.push(queued.isolated ? await isolated(trx, queued.work) : { ok: true, value: await queued.work(trx) });
+          // A work alone needs no savepoint: its failure rolls back the transaction, which holds only it.
+          const apart = batch.length > 1;
+          for (const queued of batch) results.push(queued.isolated && apart ? await isolated(trx, queued.work) : { ok: true, value: await queued.work(trx) });
           return results;
         }),
       );
