@@ -192,16 +192,13 @@ export class AssetRecords {
     let n = 0;
     for (let attempt = 0; attempt < MAX_RENAMES; attempt++) {
       const fileName = n === 0 ? r.fileName : numberedName(r.fileName, n);
-      const occupied = await this.ctx.repo.findOccupant(ownerId, r.root, subfolder, fileName);
-      if (!occupied) {
-        const row = await this.create(ownerId, { ...r, name: r.name ?? fileName, fileName });
-        if (row) return { row, created: true };
-      }
+      // The insert finds a taken location itself (it inserts nothing): no lookup first.
+      const row = await this.create(ownerId, { ...r, name: r.name ?? fileName, fileName });
+      if (row) return { row, created: true };
       // The location is taken, possibly by a concurrent request creating this very record.
       const other = await stop?.();
       if (other) return { row: other, created: false };
-      // Taken by another record: the number after the highest taken; lost a race for a free name: look again.
-      if (occupied) n = n === 0 ? (await this.highestNumber(ownerId, r.root, subfolder, r.fileName)) + 1 : n + 1;
+      n = n === 0 ? (await this.highestNumber(ownerId, r.root, subfolder, r.fileName)) + 1 : n + 1;
     }
     throw new Error(`no free file name for ${r.fileName} after ${MAX_RENAMES} tries`);
   }
