@@ -2,7 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../chat/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
-import { chunkFrame } from '../../providers/chat-sse.ts';
+import { jsonText } from '../../providers/kept-json.ts';
 import { routeHeaders } from '../route-headers.ts';
 import { toApiError } from '../plugins/errors.ts';
 import type { AppServices } from '../services.ts';
@@ -150,7 +150,8 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     if (outcome.kind === 'completion') {
       const usage = outcome.completion.usage;
       if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
-      return outcome.completion;
+      // The upstream's answer as it came when only its model name changed.
+      return reply.type('application/json; charset=utf-8').send(jsonText(outcome.completion));
     }
 
     // Until the first chunk the answer can still be an error status (e.g. 504 when the upstream
@@ -163,7 +164,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       for (; !next.done; next = await chunks.next()) {
         const usage = next.value.usage;
         if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
-        await sse.send(chunkFrame(next.value));
+        await sse.send(jsonText(next.value));
       }
       sse.end('[DONE]');
     } catch (err) {

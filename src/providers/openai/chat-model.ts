@@ -4,7 +4,8 @@ import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
 import { chatChunks } from './chat-stream.ts';
-import { answerJson, ChatTransport } from './chat-transport.ts';
+import { keepable, keptJson } from '../kept-json.ts';
+import { answerText, ChatTransport, parsedAnswer } from './chat-transport.ts';
 
 type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
 
@@ -50,7 +51,10 @@ export class OpenAiChatModel implements ChatModel {
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
     const res = await this.transport.post(chatBody(request, false), false, signal);
-    const completion = (await answerJson(res, provider, signal)) as ChatCompletion;
+    const text = await answerText(res, provider, signal);
+    // An object naming choices and no error is taken for a completion as it is, and passed on unparsed.
+    if (keepable(text)) return keptJson<ChatCompletion>(text);
+    const completion = parsedAnswer(text, provider) as ChatCompletion;
     if (!completion || !Array.isArray(completion.choices)) throw new ApiError('upstream_error', `${provider} answered with something that is not a chat completion: ${JSON.stringify(completion).slice(0, 200)}`);
     return completion;
   }

@@ -1,9 +1,10 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../../core/errors.ts';
-import { frameChunk, streamFrame, translatedChunks, type StreamOptions, type StreamTranslator } from '../chat-sse.ts';
+import { streamFrame, translatedChunks, type StreamOptions, type StreamTranslator } from '../chat-sse.ts';
+import { keepable, keptJson } from '../kept-json.ts';
 import type { ChatChunk } from '../spec.ts';
 
-/** OpenAI's stream: each frame is a chunk (kept as it came, see frameChunk), `[DONE]` ends it, `{"error": …}` is a failure. */
+/** OpenAI's stream: each frame is a chunk (kept as it came, see keptJson), `[DONE]` ends it, `{"error": …}` is a failure. */
 class OpenAiStream implements StreamTranslator {
   finished = false;
 
@@ -15,7 +16,7 @@ class OpenAiStream implements StreamTranslator {
       return [];
     }
     // An object naming choices and no error anywhere is taken for a chunk as it is, and passed on unparsed.
-    if (data.charCodeAt(0) === 123 && data.charCodeAt(data.length - 1) === 125 && data.includes('"choices"') && !data.includes('"error"')) return [frameChunk(data)];
+    if (keepable(data)) return [keptJson<ChatChunk>(data)];
     const frame = streamFrame(data, this.provider) as { choices?: unknown; error?: { message?: unknown } | string };
     if (frame.error !== undefined) {
       const message = typeof frame.error === 'string' ? frame.error : typeof frame.error?.message === 'string' ? frame.error.message : JSON.stringify(frame.error);

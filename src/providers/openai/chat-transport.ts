@@ -126,21 +126,29 @@ export class ChatTransport {
 }
 
 /**
- * The JSON of a whole (not streamed) answer. A broken-off or timed-out body and a body that is
- * not JSON are the upstream's failure; the abort of `signal` is rethrown as it is.
+ * The text of a whole (not streamed) answer. A broken-off or timed-out body is the upstream's
+ * failure; the abort of `signal` is rethrown as it is.
  */
-export async function answerJson(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<unknown> {
-  let text: string;
+export async function answerText(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<string> {
   try {
-    text = await res.body.text();
+    return await res.body.text();
   } catch (err) {
     signal.throwIfAborted();
     const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
     throw new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${provider} answer broke off: ${(err as Error).message}`);
   }
+}
+
+/** The JSON of an answer's text; a text that is not JSON is the upstream's failure. */
+export function parsedAnswer(text: string, provider: string): unknown {
   try {
     return JSON.parse(text);
   } catch {
     throw new ApiError('upstream_error', `${provider} answered with something that is not JSON: ${text.slice(0, 200)}`);
   }
+}
+
+/** The JSON of a whole (not streamed) answer (see answerText and parsedAnswer). */
+export async function answerJson(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<unknown> {
+  return parsedAnswer(await answerText(res, provider, signal), provider);
 }

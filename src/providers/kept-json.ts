@@ -1,0 +1,119 @@
+/**
+ * An upstream's JSON answer kept as its text (an OpenAI chat chunk or completion the gateway
+ * passes on): parsed only when something reads its content, so a relay that renames the model and
+ * looks for usage sends the upstream's bytes without parsing and serialising them.
+ */
+
+interface KeptState {
+  data: string;
+  /** The text parsed, once something read the content. */
+  parsed?: Record<string, unknown>;
+  /** The model name given while not parsed. */
+  model?: string;
+  /** The usage read from the text while not parsed. */
+  usage?: { read: unknown };
+}
+
+const kept = new WeakMap<object, KeptState>();
+const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
+/** A key named usage: inside a JSON string its quotes would be escaped, so this is a key. */
+const USAGE_KEY = /"usage"\s*:\s*/g;
+
+function parsedOf(state: KeptState): Record<string, unknown> {
+  if (!state.parsed) {
+    state.parsed = JSON.parse(state.data) as Record<string, unknown>;
+    if (state.model !== undefined) state.parsed.model = state.model;
+  }
+  return state.parsed;
+}
+
+/** Where the object starting at `start` ends (after its closing brace), or -1: strings skipped, nesting counted. */
+function objectEnd(data: string, start: number): number {
+  let depth = 0;
+  for (let i = start; i < data.length; i++) {
+    const c = data.charCodeAt(i);
+    if (c === 34) {
+      for (i++; i < data.length && data.charCodeAt(i) !== 34; i++) if (data.charCodeAt(i) === 92) i++;
+    } else if (c === 123) depth++;
+    else if (c === 125 && --depth === 0) return i + 1;
+  }
+  return -1;
+}
+
+/**
+ * The usage in the text when the text tells it for sure: no usage key, `"usage": null`, or the one
+ * usage key's object (parsed alone); undefined when only a whole parse can tell (several usage keys).
+ */
+function usageOfText(data: string): { read: unknown } | undefined {
+  const keys = [...data.matchAll(USAGE_KEY)];
+  if (keys.length === 0) return { read: undefined };
+  if (keys.length > 1) return undefined;
+  const at = keys[0]!.index + keys[0]![0].length;
+  if (data.startsWith('null', at)) return { read: null };
+  if (data.charCodeAt(at) !== 123) return undefined;
+  const end = objectEnd(data, at);
+  if (end < 0) return undefined;
+  try {
+    return { read: JSON.parse(data.slice(at, end)) };
+  } catch {
+    return undefined;
+  }
+}
+
+const keptHandler: ProxyHandler<KeptState> = {
+  get(state, key) {
+    // JSON has no symbol keys; `then` is looked up by every await and yield of the value.
+    if (typeof key === 'symbol' || (key === 'then' && !state.data.includes('"then"'))) return undefined;
+    if (!state.parsed) {
+      if (key === 'model' && state.model !== undefined) return state.model;
+      if (key === 'usage') {
+        state.usage ??= usageOfText(state.data);
+        if (state.usage) return state.usage.read;
+      }
+    }
+    return Reflect.get(parsedOf(state), key);
+  },
+  set(state, key, value) {
+    if (key === 'model' && !state.parsed) state.model = value as string;
+    else Reflect.set(parsedOf(state), key, value);
+    return true;
+  },
+  has: (state, key) => Reflect.has(parsedOf(state), key),
+  deleteProperty: (state, key) => Reflect.deleteProperty(parsedOf(state), key),
+  ownKeys: (state) => Reflect.ownKeys(parsedOf(state)),
+  getOwnPropertyDescriptor(state, key) {
+    const descriptor = Reflect.getOwnPropertyDescriptor(parsedOf(state), key);
+    return descriptor && { ...descriptor, configurable: true };
+  },
+  defineProperty: (state, key, descriptor) => Reflect.defineProperty(parsedOf(state), key, descriptor),
+};
+
+/**
+ * Whether an upstream's text can be kept as an OpenAI object of that kind: one JSON object with
+ * choices and no error. Anything else is parsed and checked as before.
+ */
+export function keepable(data: string): boolean {
+  return data.charCodeAt(0) === 123 && data.charCodeAt(data.length - 1) === 125 && data.includes('"choices"') && !data.includes('"error"');
+}
+
+/** The text as the object it holds, parsed only when its content is read (model and usage excepted). */
+export function keptJson<T extends object>(data: string): T {
+  const state: KeptState = { data };
+  const value = new Proxy(state, keptHandler) as unknown as T;
+  kept.set(value, state);
+  return value;
+}
+
+/** The JSON text of `value`: the kept text as it came when nothing changed but its model name, else its JSON. */
+export function jsonText(value: object): string {
+  const state = kept.get(value);
+  if (!state || state.parsed) return JSON.stringify(value);
+  if (state.model === undefined) return state.data;
+  const fields = [...state.data.matchAll(MODEL_FIELD)];
+  // The model named more than once (a provider's own field): only a parse tells which is the object's.
+  if (fields.length !== 1) return JSON.stringify(parsedOf(state));
+  const [field, current] = fields[0]!;
+  if (current === state.model) return state.data;
+  const at = fields[0]!.index;
+  return `${state.data.slice(0, at)}"model":${JSON.stringify(state.model)}${state.data.slice(at + field.length)}`;
+}
