@@ -16,8 +16,6 @@ interface KeptState {
 
 const kept = new WeakMap<object, KeptState>();
 const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
-/** A key named usage: inside a JSON string its quotes would be escaped, so this is a key. */
-const USAGE_KEY = /"usage"\s*:\s*/g;
 
 function parsedOf(state: KeptState): Record<string, unknown> {
   if (!state.parsed) {
@@ -40,21 +38,37 @@ function objectEnd(data: string, start: number): number {
   return -1;
 }
 
+/** Where the value of the key `"usage"` found at or after `from` starts, and where to look for the next one; undefined when there is none. */
+function nextUsageKey(data: string, from: number): { value: number; next: number } | undefined {
+  for (let at = data.indexOf('"usage"', from); at >= 0; at = data.indexOf('"usage"', at + 7)) {
+    let i = at + 7;
+    while (isSpace(data.charCodeAt(i))) i++;
+    // A key: inside a JSON string its quotes would be escaped, and a string value is not followed by a colon.
+    if (data.charCodeAt(i) !== 58) continue;
+    for (i++; isSpace(data.charCodeAt(i)); i++);
+    return { value: i, next: at + 7 };
+  }
+  return undefined;
+}
+
+function isSpace(c: number): boolean {
+  return c === 32 || c === 10 || c === 13 || c === 9;
+}
+
 /**
  * The usage in the text when the text tells it for sure: no usage key, `"usage": null`, or the one
  * usage key's object (parsed alone); undefined when only a whole parse can tell (several usage keys).
  */
 function usageOfText(data: string): { read: unknown } | undefined {
-  const keys = [...data.matchAll(USAGE_KEY)];
-  if (keys.length === 0) return { read: undefined };
-  if (keys.length > 1) return undefined;
-  const at = keys[0]!.index + keys[0]![0].length;
-  if (data.startsWith('null', at)) return { read: null };
-  if (data.charCodeAt(at) !== 123) return undefined;
-  const end = objectEnd(data, at);
+  const key = nextUsageKey(data, 0);
+  if (!key) return { read: undefined };
+  if (nextUsageKey(data, key.next)) return undefined;
+  if (data.startsWith('null', key.value)) return { read: null };
+  if (data.charCodeAt(key.value) !== 123) return undefined;
+  const end = objectEnd(data, key.value);
   if (end < 0) return undefined;
   try {
-    return { read: JSON.parse(data.slice(at, end)) };
+    return { read: JSON.parse(data.slice(key.value, end)) };
   } catch {
     return undefined;
   }
