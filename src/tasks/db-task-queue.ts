@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { TasksRepo } from '../storage/repos/tasks-repo.ts';
+import type { TaskRow } from '../storage/schema.ts';
 import type { TaskHandler, TaskQueue } from './task-queue.ts';
 
 export interface DbTaskQueueOptions {
@@ -134,13 +135,13 @@ export class DbTaskQueue implements TaskQueue {
           if (free <= 0) break; // a finishing task pumps again
           const now = this.now();
           const leaseUntil = now + this.opts.leaseMs;
-          let claimed: { id: string; attempts: number }[] = [];
+          let claimed: TaskRow[] = [];
           if (this.recoverWanted) {
             this.recoverWanted = false;
             claimed = await this.repo.claimAbandoned(this.opts.instanceId, free, now, leaseUntil);
           }
           if (claimed.length < free) claimed = claimed.concat(await this.repo.claimSubmitted(this.opts.instanceId, free - claimed.length, leaseUntil));
-          for (const claim of claimed) this.run(claim.id, claim.attempts);
+          for (const row of claimed) this.run(row);
           if (claimed.length === free) this.wanted = true;
         }
       } catch (err) {
@@ -151,25 +152,26 @@ export class DbTaskQueue implements TaskQueue {
     })();
   }
 
-  private run(taskId: string, attempt: number): void {
+  private run(row: TaskRow): void {
     const controller = new AbortController();
-    this.running.set(taskId, controller);
-    const done: Promise<void> = this.execute(taskId, attempt, controller).finally(() => {
+    this.running.set(row.id, controller);
+    const done: Promise<void> = this.execute(row, controller).finally(() => {
       this.settled.delete(done);
       this.pump();
     });
     this.settled.add(done);
   }
 
-  private async execute(taskId: string, attempt: number, controller: AbortController): Promise<void> {
+  private async execute(row: TaskRow, controller: AbortController): Promise<void> {
+    let outcome: 'ended' | 'live' = 'live';
     try {
-      await this.handler!({ taskId, attempt, signal: controller.signal });
+      outcome = await this.handler!({ taskId: row.id, row, attempt: row.attempts, signal: controller.signal });
     } catch (err) {
-      this.opts.logger.error({ err, taskId }, 'task handler failed');
+      this.opts.logger.error({ err, taskId: row.id }, 'task handler failed');
     } finally {
-      this.running.delete(taskId);
-      // Handing the task back makes an unfinished one (shutdown) runnable at once elsewhere.
-      await this.repo.release(this.opts.instanceId, taskId).catch((err: unknown) => this.opts.logger.warn({ err, taskId }, 'releasing a task failed'));
+      this.running.delete(row.id);
+      // Handing the task back makes an unfinished one (shutdown) runnable at once elsewhere; an end gave it back already.
+      if (outcome === 'live') await this.repo.release(this.opts.instanceId, row.id).catch((err: unknown) => this.opts.logger.warn({ err, taskId: row.id }, 'releasing a task failed'));
     }
   }
 

@@ -1,14 +1,21 @@
+import type { TaskRow } from '../storage/schema.ts';
+
 /** One claim on a task: the worker runs it while the claim holds. */
 export interface TaskClaim {
   taskId: string;
+  /** The task as claimed, when the queue read it with the claim. */
+  row?: TaskRow;
   /** 1 on the first run; more when the task is taken over after its worker stalled or died. */
   attempt: number;
   /** Aborted when this process lost the claim (its lease went to another worker) or is shutting down. */
   signal: AbortSignal;
 }
 
-/** Runs one claimed task to its end; resolves when the worker is done with it. */
-export type TaskHandler = (claim: TaskClaim) => Promise<void>;
+/**
+ * Runs one claimed task; resolves when the worker is done with it: `ended` when the task is over
+ * (its end gave the claim back), `live` when it stopped short (shutdown, claim lost).
+ */
+export type TaskHandler = (claim: TaskClaim) => Promise<'ended' | 'live'>;
 
 /**
  * Where submitted tasks wait for a worker: the database by default, Redis (BullMQ) with

@@ -49,28 +49,23 @@ export class TaskRunner {
     this.unsubscribe();
   }
 
-  readonly handle = async (claim: TaskClaim): Promise<void> => {
-    const row = await this.deps.tasks.load(claim.taskId);
-    if (!row || isTerminal(row.status)) return;
+  /** Runs the claimed task; `ended` when it is over (its end, written by anyone, gave the claim back). */
+  readonly handle = async (claim: TaskClaim): Promise<'ended' | 'live'> => {
+    const row = claim.row ?? (await this.deps.tasks.load(claim.taskId));
+    if (!row || isTerminal(row.status)) return 'ended';
     // A child of the submitting request's span, wherever the task runs.
-    await inSpan(`task run ${row.endpoint}`, () => ({
+    return inSpan(`task run ${row.endpoint}`, () => ({
       kind: SpanKind.CONSUMER,
       parent: restoredTraceContext(row.trace_context),
       attributes: { [GEN_AI.operationName]: 'generate_content', [GEN_AI.requestModel]: row.model, 'gengate.task.id': row.id, 'gengate.task.output_type': row.output_type, 'gengate.task.attempt': claim.attempt },
     }), (span) => this.run(row, claim, span));
   };
 
-  private async run(row: TaskRow, claim: TaskClaim, span: Span | undefined): Promise<void> {
+  private async run(row: TaskRow, claim: TaskClaim, span: Span | undefined): Promise<'ended' | 'live'> {
     const log = this.deps.logger.child({ taskId: row.id, attempt: claim.attempt });
-    if (claim.attempt > MAX_ATTEMPTS) {
-      await this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
-      return;
-    }
+    if (claim.attempt > MAX_ATTEMPTS) return this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
     const model = this.deps.catalog.find(row.model) ?? this.deps.engines.findModel?.(row.model);
-    if (!model) {
-      await this.fail(row.id, `model ${row.model} is no longer in the catalog`);
-      return;
-    }
+    if (!model) return this.fail(row.id, `model ${row.model} is no longer in the catalog`);
     const engine = this.deps.engines.engineFor(model);
     // The endpoint's service stored the row's input as that endpoint's type: read back, it is that type again.
     const stored = { endpoint: row.endpoint, input: JSON.parse(row.input) as unknown } as TaskInput;
@@ -95,11 +90,10 @@ export class TaskRunner {
           await engine.check?.(job);
         } catch (err) {
           if (!(err instanceof TaskRejectedError)) throw err;
-          await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest });
-          return;
+          return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest }));
         }
         const started = await this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest });
-        if (!started.ok) return;
+        if (!started.ok) return outcomeOf(started);
         latest = started.row;
       } else {
         log.info('resuming a task whose worker stopped');
@@ -130,38 +124,30 @@ export class TaskRunner {
       });
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
-      await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: latest });
+      return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: latest }));
     } catch (err) {
       if (span && !controller.signal.aborted) failSpan(span, err);
       if (controller.signal.aborted) {
         // Cancelled: the record already says so. Lost claim or shutdown: the task stays live and resumes.
         const reason: unknown = controller.signal.reason;
         if (!(reason instanceof TaskCancelledError)) log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'task run stopped');
-        return;
+        // Cancelled: the cancel's end gave the claim back. Otherwise the task is handed back.
+        return reason instanceof TaskCancelledError ? 'ended' : 'live';
       }
-      if (err instanceof UrlNotAllowedError) {
-        // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
-        await this.fail(row.id, err.message, undefined, routing);
-        return;
-      }
-      if (err instanceof InputUnavailableError) {
-        await this.fail(row.id, `an input could not be read: ${err.message}`, undefined, routing);
-        return;
-      }
-      if (err instanceof TaskFailedError) {
-        await this.fail(row.id, err.message, err.originalMessage, routing);
-        return;
-      }
+      // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
+      if (err instanceof UrlNotAllowedError) return this.fail(row.id, err.message, undefined, routing);
+      if (err instanceof InputUnavailableError) return this.fail(row.id, `an input could not be read: ${err.message}`, undefined, routing);
+      if (err instanceof TaskFailedError) return this.fail(row.id, err.message, err.originalMessage, routing);
       log.warn({ err }, 'task failed');
-      await this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err), routing);
+      return this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err), routing);
     } finally {
       claim.signal.removeEventListener('abort', onLost);
       this.running.delete(row.id);
     }
   }
 
-  private async fail(taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<void> {
-    await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {});
+  private async fail(taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<'ended' | 'live'> {
+    return outcomeOf(await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {}));
   }
 
   /** The billing entry of a finished task: what ran, on which provider, and what it produced. */
@@ -191,4 +177,9 @@ export class TaskRunner {
       ...(warnings.length > 0 ? { warnings: [...(parseResult(row).warnings ?? []), ...warnings] } : {}),
     };
   }
+}
+
+/** Whether a run is over after a status change: the task as stored has ended (by this change or another writer's). */
+function outcomeOf(result: { row: TaskRow }): 'ended' | 'live' {
+  return isTerminal(result.row.status) ? 'ended' : 'live';
 }

@@ -3,6 +3,7 @@ import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
 import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
+import { isTerminal } from '../../core/task-state.ts';
 
 /** Columns a status change writes; the version is checked and bumped by update(). */
 export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
@@ -57,7 +58,8 @@ export class TasksRepo {
     const work = async (trx: Transaction<Database>) => {
       const res = await trx
         .updateTable('tasks')
-        .set({ ...patch, version: version + 1 })
+        // An end gives the lease back with it: the worker need not release the task afterwards.
+        .set({ ...patch, version: version + 1, ...(patch.status !== undefined && isTerminal(patch.status) ? { lease_owner: null, lease_until: null } : {}) })
         .where('id', '=', id)
         .where('version', '=', version)
         .executeTakeFirst();
@@ -85,7 +87,7 @@ export class TasksRepo {
    * Claims up to `limit` submitted tasks nobody holds for `owner` until `leaseUntil`, oldest
    * first. The partial index of claimable tasks keeps this cheap however long the queue is.
    */
-  async claimSubmitted(owner: string, limit: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
+  async claimSubmitted(owner: string, limit: number, leaseUntil: number): Promise<TaskRow[]> {
     // A literal, not a parameter: only then can both databases prove the partial index applies.
     return this.claimWhere(owner, limit, leaseUntil, (q) => q.where('status', '=', sql.lit('submitted')).where('lease_until', 'is', null));
   }
@@ -94,7 +96,7 @@ export class TasksRepo {
    * Claims live tasks whose holder's lease ran out (it stalled or died) or that were handed
    * back unfinished (a shutdown).
    */
-  async claimAbandoned(owner: string, limit: number, now: number, leaseUntil: number): Promise<{ id: string; attempts: number }[]> {
+  async claimAbandoned(owner: string, limit: number, now: number, leaseUntil: number): Promise<TaskRow[]> {
     return this.claimWhere(owner, limit, leaseUntil, (q) =>
       q.where('status', 'in', [...LIVE]).where((eb) => eb.or([eb('lease_until', '<', now), eb.and([eb('status', '!=', 'submitted'), eb('lease_until', 'is', null)])])),
     );
@@ -105,7 +107,7 @@ export class TasksRepo {
     limit: number,
     leaseUntil: number,
     filter: (q: SelectQueryBuilder<Database, 'tasks', { id: string }>) => SelectQueryBuilder<Database, 'tasks', { id: string }>,
-  ): Promise<{ id: string; attempts: number }[]> {
+  ): Promise<TaskRow[]> {
     const k = this.db.kysely;
     let candidates = filter(k.selectFrom('tasks').select('id')).orderBy('created_at').orderBy('id').limit(limit);
     // PostgreSQL: concurrent claimers skip each other's rows instead of queueing on them.
@@ -114,7 +116,8 @@ export class TasksRepo {
       .updateTable('tasks')
       .set({ lease_owner: owner, lease_until: leaseUntil, attempts: sql<number>`attempts + 1` })
       .where('id', 'in', candidates)
-      .returning(['id', 'attempts'])
+      // The claimed rows as they are now: the worker starts from them without reading them again.
+      .returningAll()
       .execute();
   }
 
