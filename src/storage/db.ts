@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
@@ -123,8 +124,33 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
     types,
     ...(schema ? { options: `-c search_path="${schema.replaceAll('"', '')}"` } : {}),
   });
+  const names = new Map<string, string>();
+  pool.on('connect', (client) => prepareStatements(client, names));
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
+}
+
+/** Distinct statement texts given a name; multi-row inserts of every size beyond them stay unnamed. */
+const NAMED_STATEMENTS_MAX = 500;
+
+/**
+ * PostgreSQL parses and plans an unnamed statement on every call; a named one once per
+ * connection. The queries are parameterised, so their texts are few: each gets a name (from a
+ * hash of its text, the same on every connection), shared in `names` by the pool's connections.
+ */
+function prepareStatements(client: { query: (...args: never[]) => unknown }, names: Map<string, string>): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((text: unknown, values?: unknown, ...rest: unknown[]) => {
+    if (typeof text === 'string' && Array.isArray(values) && values.length > 0 && rest.length === 0) {
+      let name = names.get(text);
+      if (name === undefined && names.size < NAMED_STATEMENTS_MAX) {
+        name = `g${createHash('sha1').update(text).digest('hex').slice(0, 24)}`;
+        names.set(text, name);
+      }
+      if (name !== undefined) return query({ name, text, values });
+    }
+    return query(text, values, ...rest);
+  }) as typeof client.query;
 }
 
 const provider: MigrationProvider = { getMigrations: async () => migrations };
