@@ -79,6 +79,9 @@ export class TaskRunner {
     this.running.set(row.id, controller);
     // The newest version this run wrote, handed back to save re-reading it on the next change.
     let latest: TaskRow = row;
+    // What the task has saved: this run is its one writer while it holds the claim, so its end need not read it back.
+    let saved = row.saved_state;
+    const save = async (state: Record<string, unknown>) => void (saved = await this.deps.tasks.saveState(row.id, state));
     // A resumed run covers ground again (an engine restarts its count, an upstream is polled
     // anew); progress up to what the task had reached was announced before the interruption.
     const announced = row.status === 'submitted' ? -1 : row.progress;
@@ -110,11 +113,11 @@ export class TaskRunner {
           // Ended meanwhile (cancelled elsewhere): stop the work.
           if (!res.ok) controller.abort(new TaskCancelledError(`task is ${res.row.status}`));
         },
-        remember: (state) => this.deps.tasks.saveState(row.id, state),
+        remember: save,
         readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
         publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
         warn: (message) => void warnings.push(message),
-      }, (state) => this.deps.tasks.saveState(row.id, state));
+      }, save);
       routing = routed.record;
       if (!routed.ok) throw routed.error;
       const output = routed.value;
@@ -124,7 +127,7 @@ export class TaskRunner {
       });
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
-      return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: latest }));
+      return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: { ...latest, saved_state: saved }, currentHasState: true }));
     } catch (err) {
       if (span && !controller.signal.aborted) failSpan(span, err);
       if (controller.signal.aborted) {

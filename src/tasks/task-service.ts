@@ -40,6 +40,8 @@ export interface TransitionExtra {
   server?: string;
   /** The caller's copy of the stored task, saving a read. */
   current?: TaskRow;
+  /** `current` has the saved state as stored too (its caller is the state's one writer): an end need not read the task either. */
+  currentHasState?: boolean;
   /** What the engine produced, handed to the end handlers of a successful end. */
   output?: GenerationOutput;
 }
@@ -143,8 +145,10 @@ export class TaskService {
   }
 
   /** Saves what a run needs to resume the task after an interruption (RunContext.remember). */
-  async saveState(taskId: string, state: Record<string, unknown>): Promise<void> {
-    await this.repo.saveState(taskId, JSON.stringify(state));
+  async saveState(taskId: string, state: Record<string, unknown>): Promise<string> {
+    const saved = JSON.stringify(state);
+    await this.repo.saveState(taskId, saved);
+    return saved;
   }
 
   /** The owner's task; another user's task is as unknown as a missing one (404). */
@@ -210,7 +214,7 @@ export class TaskService {
   ): Promise<TransitionResult> {
     // The caller's copy saves a read; if it is stale the compare-and-set fails and the task is read.
     // An end reads it anyway: its handlers need the saved state, which changes without a new version.
-    let known = isTerminal(change.status) ? undefined : extra.current;
+    let known = isTerminal(change.status) && !extra.currentHasState ? undefined : extra.current;
     for (let i = 0; i < MAX_CAS_RETRIES; i++) {
       const row = known ?? (await this.repo.find(taskId));
       known = undefined;
