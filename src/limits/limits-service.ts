@@ -398,7 +398,7 @@ export class LimitsService {
     if (!limits) return;
     const period = periodOf((limits.credits_period ?? 'day') as CreditPeriod, this.now());
     // Calls whose rows still wait to be written count too.
-    await this.usage.flushCalls().catch(() => undefined);
+    await this.usage.writtenCalls();
     const [spent, live] = await Promise.all([this.repo.spentSince(by, id, period.startDay), this.repo.liveTasks(by, id)]);
     await this.counters.seed({ subject: `${by === 'token' ? 'tok' : 'usr'}:${id}`, period: period.key, spent, live }, this.holdMs);
   }

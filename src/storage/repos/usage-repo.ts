@@ -160,7 +160,7 @@ export class UsageRepo {
   }
 
   /** Waits for the call rows waiting now to be stored; a failed write was reported to its callers. */
-  private writtenCalls(): Promise<void> {
+  writtenCalls(): Promise<void> {
     return this.flushCalls().catch(() => undefined);
   }
 
