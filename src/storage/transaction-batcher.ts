@@ -19,11 +19,11 @@ const RETRYABLE = new Set(['40P01', '40001']);
 
 /**
  * Group commit: small writes queued during one turn of the event loop, or while the previous
- * group was being committed, run one after another in a single transaction, so a burst of task submits and status changes pays for one commit
- * instead of one each. Each work sees the writes of the works before it. A plain work that
- * throws fails its whole batch (every caller gets the error), so plain works must answer
- * expected outcomes (a lost compare-and-set) as values; a work that may fail runs isolated, in a
- * savepoint of the batch's transaction.
+ * group was being committed, run one after another in a single transaction, so a burst of task
+ * submits and status changes pays for one commit instead of one each. Each work sees the writes
+ * of the works before it. A plain work that throws fails its whole batch (every caller gets the
+ * error), so plain works must answer expected outcomes (a lost compare-and-set) as values; a work
+ * that may fail runs isolated, in a savepoint of the batch's transaction.
  */
 export class TransactionBatcher {
   private queue: Queued[] = [];
