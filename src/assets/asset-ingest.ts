@@ -41,12 +41,24 @@ export class AssetIngest {
   /** Moves ingested content to `assets/<hex>` unless the store has those bytes; answers whether they were new. */
   async store(ingested: IngestedContent): Promise<boolean> {
     const key = contentKey(ingested.hash);
-    if ((await this.ctx.blobs.size(key)) === undefined) {
-      await this.ctx.blobs.move(ingested.tempKey, key);
-      return true;
+    if (await this.has(key)) {
+      await this.ctx.blobs.delete(ingested.tempKey);
+      return false;
     }
-    await this.ctx.blobs.delete(ingested.tempKey);
-    return false;
+    await this.ctx.blobs.move(ingested.tempKey, key);
+    return true;
+  }
+
+  /** Writes bytes held in memory, whose hash is known, to `assets/<hex>` unless the store has them; answers whether they were new. */
+  async storeBytes(hash: string, data: Buffer): Promise<boolean> {
+    const key = contentKey(hash);
+    if (await this.has(key)) return false;
+    await this.ctx.blobs.put(key, data);
+    return true;
+  }
+
+  private async has(key: string): Promise<boolean> {
+    return (await this.ctx.blobs.size(key)) !== undefined;
   }
 
   /** The content row of stored bytes. */

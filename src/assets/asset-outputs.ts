@@ -54,12 +54,7 @@ export class AssetOutputs {
     if (Buffer.isBuffer(source)) {
       // Bytes in memory are hashed first: content the store has is not written again.
       const hash = await hashOf(source);
-      return this.holding(hash, async () => {
-        const key = contentKey(hash);
-        const stored = (await this.ctx.blobs.size(key)) === undefined;
-        if (stored) await this.ctx.blobs.put(key, source);
-        return { hash, size: source.length, stored };
-      });
+      return this.holding(hash, async () => ({ hash, size: source.length, stored: await this.ingest.storeBytes(hash, source) }));
     }
     const ingested = await this.ingest.ingest(source);
     return this.holding(ingested.hash, async () => ({ hash: ingested.hash, size: ingested.size, stored: await this.ingest.store(ingested) }));
