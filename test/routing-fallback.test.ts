@@ -19,24 +19,66 @@ const ARK_B_KEY_ENV = 'FALLBACK_ARK_B_KEY';
 const keys = { [IMAGES_KEY_ENV]: 'sk-fallback-images', [ARK_A_KEY_ENV]: 'ark-a-key', [ARK_B_KEY_ENV]: 'ark-b-key' };
 Object.assign(process.env, keys);
 
-/** The built-in catalog plus dall-e-2, an OpenAI image model that draws only square sizes up to 1024. */
-function catalogWithDallE(dir: string): string {
+/** An OpenAI image model that draws only square sizes up to 1024. */
+const DALL_E_2 = {
+  catalogKey: 'base:seed:dall-e-2',
+  providerCode: 'openai',
+  displayName: 'DALL·E 2',
+  alias: 'dall-e-2',
+  defaultRealModelName: 'dall-e-2',
+  modelTypes: ['image_generate'],
+  description: 'Square images.',
+  capabilities: { image_generate: { type: 'image_generate', output_resolutions: ['256x256', '512x512', '1024x1024'], size_param_format: 'WxH', allow_custom_width_height_size: false, output_multiple_images: true, output_max_images_count: 10 } },
+  status: 'active',
+};
+
+/** An OpenAI-compatible image model that draws any square size with sides of 256 to 512 pixels. */
+const SMALL_SQUARES = {
+  catalogKey: 'base:seed:small-squares',
+  providerCode: 'openai',
+  displayName: 'Small squares',
+  alias: 'small-squares',
+  defaultRealModelName: 'small-squares',
+  modelTypes: ['image_generate'],
+  capabilities: { image_generate: { type: 'image_generate', aspect_ratio_allowed: ['1:1'], width_height_range: [256, 512], allow_custom_width_height_size: true } },
+  status: 'active',
+};
+
+/** The built-in catalog plus `models`, written in `dir`. */
+function catalogWith(dir: string, ...models: Json[]): string {
   const catalog = JSON.parse(fs.readFileSync(BUILTIN_CATALOG_PATH, 'utf8')) as Json;
-  const squares = ['256x256', '512x512', '1024x1024'];
-  catalog.baseModels.push({
-    catalogKey: 'base:seed:dall-e-2',
-    providerCode: 'openai',
-    displayName: 'DALL·E 2',
-    alias: 'dall-e-2',
-    defaultRealModelName: 'dall-e-2',
-    modelTypes: ['image_generate'],
-    description: 'Square images.',
-    capabilities: { image_generate: { type: 'image_generate', output_resolutions: squares, size_param_format: 'WxH', allow_custom_width_height_size: false, output_multiple_images: true, output_max_images_count: 10 } },
-    status: 'active',
-  });
+  catalog.baseModels.push(...models);
   const file = path.join(dir, 'catalog.json');
   fs.writeFileSync(file, JSON.stringify(catalog));
   return file;
+}
+
+/** gpt-image-1 on a failing OpenAI-compatible channel, falling back to `fallback` on a channel of its own. */
+async function imageFallbackServer(cleanups: (() => Promise<void> | void)[], fallback: Json) {
+  const failing = await FakeOpenAiImages.start(keys[IMAGES_KEY_ENV]);
+  const backup = await FakeOpenAiImages.start(keys[IMAGES_KEY_ENV]);
+  cleanups.push(() => failing.close(), () => backup.close());
+  const dir = tempDataDir();
+  cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const server = await startTestServer({
+    CATALOG_PATH: catalogWith(dir, fallback),
+    GENGATE_CONFIG: JSON.stringify({
+      providers: {
+        openai: {
+          api_key_env: IMAGES_KEY_ENV,
+          retry: { attempts: 0 },
+          channels: [
+            { name: 'primary', base_url: failing.baseUrl, models: ['gpt-image-1'] },
+            { name: 'backup', base_url: backup.baseUrl, models: [fallback.alias] },
+          ],
+        },
+      },
+      models: { 'gpt-image-1': { fallbacks: [fallback.alias] } },
+    }),
+  });
+  cleanups.push(() => server.close());
+  failing.inject('POST', '/v1/images/generations', { status: 500, body: { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } } });
+  return { failing, backup, server };
 }
 
 /** Seedance on one Ark endpoint, falling back to Kling (served here by a second Ark-compatible endpoint). */
@@ -61,29 +103,7 @@ describe('model fallbacks of tasks', () => {
   });
 
   it('an image task moves from a failing OpenAI-compatible channel to the fallback model, its size translated', async () => {
-    const failing = await FakeOpenAiImages.start(keys[IMAGES_KEY_ENV]);
-    const backup = await FakeOpenAiImages.start(keys[IMAGES_KEY_ENV]);
-    cleanups.push(() => failing.close(), () => backup.close());
-    const dir = tempDataDir();
-    cleanups.push(() => fs.rmSync(dir, { recursive: true, force: true }));
-    const server = await startTestServer({
-      CATALOG_PATH: catalogWithDallE(dir),
-      GENGATE_CONFIG: JSON.stringify({
-        providers: {
-          openai: {
-            api_key_env: IMAGES_KEY_ENV,
-            retry: { attempts: 0 },
-            channels: [
-              { name: 'primary', base_url: failing.baseUrl, models: ['gpt-image-1'] },
-              { name: 'squares', base_url: backup.baseUrl, models: ['dall-e-2'] },
-            ],
-          },
-        },
-        models: { 'gpt-image-1': { fallbacks: ['dall-e-2'] } },
-      }),
-    });
-    cleanups.push(() => server.close());
-    failing.inject('POST', '/v1/images/generations', { status: 500, body: { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } } });
+    const { failing, backup, server } = await imageFallbackServer(cleanups, DALL_E_2);
     const token = await server.tokenFor('painter');
     const res = await server.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'a red kite', size: '1536x1024' } });
     const body = (await res.json()) as Json;
@@ -98,12 +118,28 @@ describe('model fallbacks of tasks', () => {
 
     const record = (await (await server.fetch(`/v1/ai/result/${body.task_id}`, { token })).json()) as Json;
     const routing = record.generate_info.routing;
-    assert.deepEqual({ model: routing.model, provider: routing.provider, channel: routing.channel }, { model: 'dall-e-2', provider: 'openai', channel: 'squares' });
+    assert.deepEqual({ model: routing.model, provider: routing.provider, channel: routing.channel }, { model: 'dall-e-2', provider: 'openai', channel: 'backup' });
     assert.equal(routing.attempts.length, 1);
     assert.deepEqual({ ...routing.attempts[0], error: undefined }, { model: 'gpt-image-1', provider: 'openai', channel: 'primary', error: undefined });
     assert.match(routing.attempts[0].error, /HTTP 500/);
     assert.deepEqual(routing.warnings, ['size "1536x1024" became "1024x1024": fallback model dall-e-2 takes 256x256, 512x512, 1024x1024']);
     assert.equal(record.billings[0].billing_model.name, 'dall-e-2', 'billed as the model that served');
+  });
+
+  it('an image size outside the fallback\'s side range becomes the nearest size within it, with a warning', async () => {
+    const { backup, server } = await imageFallbackServer(cleanups, SMALL_SQUARES);
+    const token = await server.tokenFor('painter');
+    const res = await server.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'a red kite', size: '1024x1024' } });
+    const body = (await res.json()) as Json;
+    assert.equal(res.status, 200, JSON.stringify(body));
+
+    assert.equal(backup.apiRequests.length, 1);
+    const sent = backup.apiRequests[0]!.json as Json;
+    assert.equal(sent.model, 'small-squares');
+    assert.equal(sent.size, '512x512');
+    const record = (await (await server.fetch(`/v1/ai/result/${body.task_id}`, { token })).json()) as Json;
+    assert.equal(record.generate_info.routing.model, 'small-squares');
+    assert.deepEqual(record.generate_info.routing.warnings, ['size "1024x1024" became "512x512": fallback model small-squares takes aspect ratios 1:1; sides of 256 to 512 pixels']);
   });
 
   it('a video task moves to another provider\'s model, its resolution and duration translated; a refusal does not move', async () => {

@@ -24,7 +24,8 @@ export type SongBody = Static<typeof SongBody>;
 
 /** Emotions of MiniMax's voice_setting.emotion (`fluent` is newer; `neutral` the older name for calm delivery). */
 const SPEECH_EMOTIONS = ['happy', 'sad', 'angry', 'fearful', 'disgusted', 'surprised', 'calm', 'neutral', 'fluent'] as const;
-const SPEECH_FORMATS = ['mp3', 'wav', 'flac'] as const;
+/** The speech formats the gateway writes. */
+export const SPEECH_FORMATS = ['mp3', 'wav', 'flac'] as const;
 
 export const SpeechBody = Type.Object({
   model: Type.String({ minLength: 1, description: 'catalog alias of a model with text_to_speech' }),

@@ -3,14 +3,12 @@
  * on the chosen model's capabilities, then the task submitted through the generation pipeline.
  */
 import type { LiveModel } from '../catalog/catalog.ts';
+import { speechVoicesOf, speechVolumeRangeOf } from '../catalog/capabilities.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
 import { MUSIC_WEIGHTS, type SongInput, type SpeechInput } from './schemas.ts';
 
 type Mode = 'sync' | 'async';
-
-/** The volume range when the model's capability declares none (MiniMax's). */
-const DEFAULT_VOLUME_RANGE = { min: 0, max: 10 };
 
 /** Rules of a song request beyond its schema: two-decimal weights, instrumental only where the model can. */
 function checkSong(input: SongInput, model: LiveModel): void {
@@ -29,12 +27,12 @@ function checkSong(input: SongInput, model: LiveModel): void {
 function checkSpeech(input: SpeechInput, model: LiveModel): void {
   if (!input.text.trim()) throw new ApiError('invalid_parameter', 'text must not be blank', 'text');
   const capability = model.capabilities.text_to_speech;
-  const voices = capability?.voices ?? [];
+  const voices = speechVoicesOf(model);
   if (voices.length > 0 && !voices.some((v) => v.id === input.voice_id)) {
     throw new ApiError('invalid_parameter', `model ${model.alias} has no voice ${input.voice_id}`, 'voice_id');
   }
   const params = capability?.tts_params || undefined;
-  const range = params?.volume_range ?? DEFAULT_VOLUME_RANGE;
+  const range = speechVolumeRangeOf(capability);
   if (input.vol !== undefined && (input.vol < range.min || input.vol > range.max)) {
     throw new ApiError('invalid_parameter', `vol must be from ${range.min} to ${range.max}`, 'vol');
   }

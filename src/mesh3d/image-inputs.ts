@@ -86,9 +86,32 @@ export async function resolveImage(file: FileObject, param: string, ownerId: str
 }
 
 /**
+ * Checks a set of views against a model's view rule: known types the model takes, one image
+ * per view, front, the count range and the model's required views. `where` names the list.
+ */
+export function checkViews(given: readonly { view_type: string; param: string }[], rule: ViewRule, where: string): void {
+  const seen = new Set<string>();
+  for (const view of given) {
+    const known = (VIEW_TYPES as readonly string[]).includes(view.view_type);
+    if (!known || !rule.types.includes(view.view_type)) {
+      throw new ApiError('view_type_unsupported', `view ${JSON.stringify(view.view_type)} is not supported by this model (allowed: ${rule.types.join(', ')})`, `${view.param}.view_type`);
+    }
+    if (seen.has(view.view_type)) throw new ApiError('invalid_parameter', `only one image per view: ${view.view_type} appears twice`, `${view.param}.view_type`);
+    seen.add(view.view_type);
+  }
+  if (!seen.has('front')) throw new ApiError('multiview_front_required', 'the views must include front', where);
+  const min = Math.max(2, rule.min);
+  if (given.length < min || given.length > rule.max) {
+    const range = min === rule.max ? `exactly ${min}` : `${min} to ${rule.max}`;
+    throw new ApiError('view_count_unsupported', `this model takes ${range} views, got ${given.length}`, where);
+  }
+  const missing = (rule.required ?? []).filter((t) => !seen.has(t));
+  if (missing.length > 0) throw new ApiError('view_count_unsupported', `this model needs the views ${missing.join(', ')}`, where);
+}
+
+/**
  * The views of a request: `views` (view_images) when given, else the legacy four slots (front,
- * left, back, right; null for a missing view). Checks view types, one image per view, front,
- * the count range and the model's required views, then resolves every file.
+ * left, back, right; null for a missing view), checked (checkViews), then every file resolved.
  */
 export async function resolveViews(
   views: readonly ViewImage[] | undefined,
@@ -112,24 +135,7 @@ export async function resolveViews(
     throw new ApiError('missing_parameter', `${viewsParam} is required`, viewsParam);
   }
 
-  const seen = new Set<string>();
-  for (const view of given) {
-    const known = (VIEW_TYPES as readonly string[]).includes(view.view_type);
-    if (!known || !rule.types.includes(view.view_type)) {
-      throw new ApiError('view_type_unsupported', `view ${JSON.stringify(view.view_type)} is not supported by this model (allowed: ${rule.types.join(', ')})`, `${view.param}.view_type`);
-    }
-    if (seen.has(view.view_type)) throw new ApiError('invalid_parameter', `only one image per view: ${view.view_type} appears twice`, `${view.param}.view_type`);
-    seen.add(view.view_type);
-  }
-  if (!seen.has('front')) throw new ApiError('multiview_front_required', 'the views must include front', where);
-  const min = Math.max(2, rule.min);
-  if (given.length < min || given.length > rule.max) {
-    const range = min === rule.max ? `exactly ${min}` : `${min} to ${rule.max}`;
-    throw new ApiError('view_count_unsupported', `this model takes ${range} views, got ${given.length}`, where);
-  }
-  const missing = (rule.required ?? []).filter((t) => !seen.has(t));
-  if (missing.length > 0) throw new ApiError('view_count_unsupported', `this model needs the views ${missing.join(', ')}`, where);
-
+  checkViews(given, rule, where);
   const resolved: ResolvedView[] = [];
   for (const view of given) resolved.push({ view_type: view.view_type, file: await resolve(view.file, `${view.param}.file`) });
   return resolved;

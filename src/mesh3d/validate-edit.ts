@@ -88,6 +88,15 @@ function smartLowpoly(input: Input, { model }: OperationContext): void {
   }
 }
 
+/** The texture prompt modes (supported_texture_prompt_modes) a texture prompt uses: text, image, view_images. */
+export function texturePromptModes(prompt: Pick<TexturePrompt, 'text' | 'image' | 'view_images' | 'images'>): string[] {
+  return [
+    prompt.text !== undefined ? 'text' : undefined,
+    prompt.image !== undefined ? 'image' : undefined,
+    prompt.view_images !== undefined || prompt.images ? 'view_images' : undefined,
+  ].filter((m): m is string => m !== undefined);
+}
+
 const TEXTURE_IMAGE: ImageLimits = { sides: [20, 6000] };
 const STYLE_IMAGE: ImageLimits = { mimeTypes: ['image/jpeg', 'image/png'] };
 
@@ -105,11 +114,7 @@ async function texture(input: Input, { model, operation, check }: OperationConte
   }
   const prompt = input.texture_prompt as TexturePrompt | undefined;
   if (!prompt) return;
-  const modes = [
-    prompt.text !== undefined ? 'text' : undefined,
-    prompt.image !== undefined ? 'image' : undefined,
-    prompt.view_images !== undefined || prompt.images ? 'view_images' : undefined,
-  ].filter((m): m is string => m !== undefined);
+  const modes = texturePromptModes(prompt);
   if (modes.length > 1) throw new ApiError('invalid_parameter', `texture_prompt takes one of text, image or view_images, not ${modes.join(' and ')}`, 'texture_prompt');
   const allowed = operation.supported_texture_prompt_modes;
   const mode = modes[0];

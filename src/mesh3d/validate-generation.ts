@@ -39,7 +39,7 @@ export interface GenerationCheck {
 type Input = Record<string, unknown>;
 
 /** Whether the model takes a field: its capability flag or option list when set, else the family table. */
-function supports(field: GenerationField, caps: Model3dCapabilityFields, rules: FamilyRules): boolean {
+export function supportsField(field: GenerationField, caps: Model3dCapabilityFields, rules: FamilyRules): boolean {
   if (field === 'face_limit' && FACE_LIMIT_CAPABILITIES.some((k) => caps[k] !== undefined)) return true;
   const flag = CAPABILITY_FLAGS[field];
   if (flag && caps[flag] !== undefined) return caps[flag] === true;
@@ -116,7 +116,8 @@ function checkTexture(input: Input, caps: Model3dCapabilityFields, rules: Family
   }
 }
 
-function viewRuleOf(caps: Model3dCapabilityFields, family: ViewRule): ViewRule {
+/** The views a model takes: its capabilities' multiview fields where set, else its family's. */
+export function viewRuleOf(caps: Model3dCapabilityFields, family: ViewRule): ViewRule {
   const mv = caps.multiview_input;
   const capsRequired = [...(caps.multiview_required_slots ?? []), ...(mv?.views.filter((v) => v.required).map((v) => v.type) ?? [])];
   const speaksOfRequired = caps.multiview_required_slots !== undefined || mv?.views.some((v) => v.required !== undefined);
@@ -143,7 +144,7 @@ function imageLimitsOf(caps: Model3dCapabilityFields, rules: FamilyRules): Image
 export async function validateGeneration(kind: GenerationKind, body: GenerationBody, model: LiveModel, check: GenerationCheck): Promise<Input> {
   const caps: Model3dCapabilityFields = model.capabilities[GENERATION_CAPABILITY[kind]] ?? {};
   const rules = familyRulesOf(familyOf(model));
-  const supported = (field: GenerationField) => supports(field, caps, rules);
+  const supported = (field: GenerationField) => supportsField(field, caps, rules);
   const { model: _alias, ...input } = body as Input;
 
   for (const field of GENERATION_FIELDS) {

@@ -5,174 +5,45 @@
  */
 import type { LiveModel } from '../catalog/catalog.ts';
 import { languageCapabilityOf } from '../catalog/capabilities.ts';
-import type { CapabilityName, ImageCapabilityFields, VideoCapabilityFields } from '../catalog/schema.ts';
+import type { CapabilityName } from '../catalog/schema.ts';
 import type { ChatParams, EndpointDeclaration } from '../providers/spec.ts';
+import { fitSongInput, fitSpeechInput } from './fit-audio-input.ts';
+import { fitImageInput } from './fit-image-input.ts';
+import { fitMesh3dGenerationInput, fitMeshEditInput } from './fit-mesh3d-input.ts';
+import { fitVideoInput } from './fit-video-input.ts';
+import { InputChanges, listOf, type InputFitter } from './input-changes.ts';
+import { nearestInOrder } from './nearest-values.ts';
 import type { Translation } from './router.ts';
 
 type Input = Record<string, unknown>;
 
-/** The capability types a model needs to run an endpoint's tasks (the first match by prefix). */
-const ENDPOINT_TYPES: [prefix: string, types: CapabilityName[]][] = [
-  ['images.generations', ['image_generate']],
-  ['ai.generations', ['image_generate']],
-  ['images.edits', ['image_edit']],
-  ['video.generations', ['video_generate', 'image_to_video', 'omni_video']],
-  ['song.generations', ['audio_generate']],
-  ['speech.generations', ['text_to_speech']],
+/**
+ * Per endpoint (the first match by prefix): the capability types a model needs to run its
+ * tasks, and what fits an input to a fallback model's capabilities.
+ */
+const ENDPOINT_RULES: [prefix: string, types: CapabilityName[], fit?: InputFitter][] = [
+  ['images.generations', ['image_generate'], fitImageInput],
+  ['ai.generations', ['image_generate'], fitImageInput],
+  ['images.edits', ['image_edit'], fitImageInput],
+  // The content decides which of these the model needs (fitVideoInput).
+  ['video.generations', ['video_generate', 'image_to_video', 'omni_video'], fitVideoInput],
+  ['song.generations', ['audio_generate'], fitSongInput],
+  ['speech.generations', ['text_to_speech'], fitSpeechInput],
+  // Their capability is a type alone: nothing to fit.
   ['digital-human.', ['digital_human_generate']],
-  ['mesh3d.generate.text', ['text_to_model']],
-  ['mesh3d.generate.image', ['image_to_model']],
-  ['mesh3d.generate.multiview', ['multiview_to_model']],
-  ['mesh3d.edit.', ['mesh_edit']],
+  ['mesh3d.generate.text', ['text_to_model'], fitMesh3dGenerationInput],
+  ['mesh3d.generate.image', ['image_to_model'], fitMesh3dGenerationInput],
+  ['mesh3d.generate.multiview', ['multiview_to_model'], fitMesh3dGenerationInput],
+  ['mesh3d.edit.', ['mesh_edit'], fitMeshEditInput],
 ];
 
 const CHAT_TYPES: CapabilityName[] = ['text_generate', 'omni'];
 
+/** Reasoning effort levels from least to most, to find the nearest level a model lists. */
+const EFFORT_ORDER = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
+
 /** Fields the gateway itself reads from an input; never dropped. */
 const GATEWAY_FIELDS = new Set(['_metadata', 'options']);
-
-function list(value: readonly string[]): string {
-  return value.join(', ');
-}
-
-/** Every value of a capability field that is a list or an object of lists (per mode). */
-function flat<T>(value: T[] | Record<string, T[]> | undefined): T[] | undefined {
-  if (value === undefined) return undefined;
-  return Array.isArray(value) ? value : [...new Set(Object.values(value).flat())];
-}
-
-function nearestNumber(value: number, allowed: readonly number[]): number {
-  let best = allowed[0]!;
-  for (const candidate of allowed) if (Math.abs(candidate - value) < Math.abs(best - value)) best = candidate;
-  return best;
-}
-
-/** A WxH size, a ratio W:H, a resolution like 720p or 2K, as numbers to compare. */
-const parseSize = (text: string) => /^(\d+)x(\d+)$/.exec(text)?.slice(1).map(Number) as [number, number] | undefined;
-const parseRatio = (text: string) => {
-  const m = /^(\d+(?:\.\d+)?):(\d+(?:\.\d+)?)$/.exec(text);
-  return m ? Number(m[1]) / Number(m[2]) : undefined;
-};
-const parseLines = (text: string) => {
-  const m = /^(\d+)([pk])$/i.exec(text);
-  return m ? Number(m[1]) * (m[2]!.toLowerCase() === 'k' ? 1024 : 1) : undefined;
-};
-
-/** The allowed text nearest to `value` by a numeric reading of both; undefined when they do not read as numbers. */
-function nearestBy(value: string, allowed: readonly string[], read: (text: string) => number | undefined, distance = (a: number, b: number) => Math.abs(a - b)): string | undefined {
-  const v = read(value);
-  if (v === undefined) return undefined;
-  let best: string | undefined;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of allowed) {
-    const c = read(candidate);
-    if (c === undefined) continue;
-    const d = distance(v, c);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-/** The allowed size nearest in shape and area (both compared on a log scale). */
-function nearestSize(size: string, allowed: readonly string[]): string | undefined {
-  const asked = parseSize(size);
-  if (!asked) return undefined;
-  let best: string | undefined;
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of allowed) {
-    const c = parseSize(candidate);
-    if (!c) continue;
-    const d = Math.abs(Math.log(asked[0] / asked[1]) - Math.log(c[0] / c[1])) + Math.abs(Math.log((asked[0] * asked[1]) / (c[0] * c[1])));
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return best;
-}
-
-/** Collects the changes made to one input. */
-class Changes {
-  readonly warnings: string[] = [];
-  constructor(readonly input: Input, private readonly alias: string) {}
-
-  set(field: string, value: unknown, allowed: string): void {
-    this.warnings.push(`${field} ${JSON.stringify(this.input[field])} became ${JSON.stringify(value)}: fallback model ${this.alias} takes ${allowed}`);
-    this.input[field] = value;
-  }
-
-  drop(field: string, why: string): void {
-    this.warnings.push(`${field} dropped: fallback model ${this.alias} ${why}`);
-    delete this.input[field];
-  }
-}
-
-function fitImage(changes: Changes, capability: ImageCapabilityFields | undefined): void {
-  if (!capability) return;
-  const { input } = changes;
-  const sizes = capability.output_resolutions?.filter((s) => parseSize(s));
-  if (typeof input.size === 'string' && input.size !== 'auto') {
-    if (sizes?.length && !capability.allow_custom_width_height_size && !sizes.includes(input.size)) {
-      const size = nearestSize(input.size, sizes);
-      if (size) changes.set('size', size, list(capability.output_resolutions!));
-    } else if (capability.output_size_range) {
-      const asked = parseSize(input.size)!;
-      const [min, max] = capability.output_size_range;
-      const area = asked[0] * asked[1];
-      if (area < min || area > max) {
-        const scale = Math.sqrt((area < min ? min : max) / area);
-        const step = capability.width_height_multiple ?? 16;
-        const side = (n: number) => Math.max(step, (area < min ? Math.ceil : Math.floor)((n * scale) / step) * step);
-        changes.set('size', `${side(asked[0])}x${side(asked[1])}`, `sizes of ${min} to ${max} pixels`);
-      }
-    }
-  }
-  const levels = capability.output_resolutions?.filter((s) => parseLines(s));
-  if (typeof input.resolution === 'string' && levels?.length && !levels.includes(input.resolution)) {
-    const level = nearestBy(input.resolution, levels, parseLines);
-    if (level) changes.set('resolution', level, list(levels));
-  }
-  const ratios = capability.aspect_ratio_allowed;
-  if (typeof input.aspect_ratio === 'string' && ratios?.length && !ratios.includes(input.aspect_ratio)) {
-    const ratio = nearestBy(input.aspect_ratio, ratios, parseRatio, (a, b) => Math.abs(Math.log(a / b)));
-    if (ratio) changes.set('aspect_ratio', ratio, list(ratios));
-  }
-  const maxImages = capability.output_multiple_images === false ? 1 : capability.output_max_images_count;
-  if (typeof input.n === 'number' && maxImages !== undefined && maxImages > 0 && input.n > maxImages) changes.set('n', maxImages, `at most ${maxImages}`);
-  const qualities = capability.quality_options;
-  if (typeof input.quality === 'string' && qualities?.length && !qualities.includes(input.quality)) {
-    if (qualities.includes('auto')) changes.set('quality', 'auto', list(qualities));
-    else changes.drop('quality', `takes only ${list(qualities)}`);
-  }
-}
-
-function fitVideo(changes: Changes, capability: VideoCapabilityFields | undefined): void {
-  if (!capability) return;
-  const { input } = changes;
-  const resolutions = flat(capability.output_resolutions);
-  if (typeof input.resolution === 'string' && resolutions?.length && !resolutions.includes(input.resolution)) {
-    const resolution = nearestBy(input.resolution, resolutions, parseLines);
-    if (resolution) changes.set('resolution', resolution, list(resolutions));
-  }
-  const durations = flat(capability.duration_options);
-  const range = Array.isArray(capability.duration_range) ? capability.duration_range : undefined;
-  if (typeof input.duration === 'number') {
-    if (durations?.length && !durations.includes(input.duration)) {
-      changes.set('duration', nearestNumber(input.duration, durations), `durations of ${durations.join(', ')} s`);
-    } else if (!durations?.length && range && (input.duration < range[0] || input.duration > range[1])) {
-      changes.set('duration', Math.min(range[1], Math.max(range[0], input.duration)), `durations of ${range[0]} to ${range[1]} s`);
-    }
-  }
-  const ratios = flat(capability.aspect_ratio_allowed);
-  if (typeof input.aspect_ratio === 'string' && ratios?.length && !ratios.includes(input.aspect_ratio)) {
-    const ratio = nearestBy(input.aspect_ratio, ratios, parseRatio, (a, b) => Math.abs(Math.log(a / b)));
-    if (ratio) changes.set('aspect_ratio', ratio, list(ratios));
-  }
-  if (input.audio === true && capability.output_audio === false) changes.drop('audio', 'makes no audio');
-}
 
 /**
  * A task's input for a fallback model: the model must have a capability type of the endpoint,
@@ -180,12 +51,11 @@ function fitVideo(changes: Changes, capability: VideoCapabilityFields | undefine
  * refuses are dropped.
  */
 export function translateTaskInput(endpoint: string, input: Input, target: LiveModel, declaration: EndpointDeclaration | undefined): Translation<Input> {
-  const types = ENDPOINT_TYPES.find(([prefix]) => endpoint.startsWith(prefix))?.[1];
-  if (types && !types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${list(types)})` };
-  const changes = new Changes(structuredClone(input), target.alias);
-  if (endpoint === 'images.generations' || endpoint === 'ai.generations') fitImage(changes, target.capabilities.image_generate);
-  else if (endpoint === 'images.edits') fitImage(changes, target.capabilities.image_edit ?? target.capabilities.image_generate);
-  else if (endpoint === 'video.generations') fitVideo(changes, target.capabilities.video_generate ?? target.capabilities.image_to_video ?? target.capabilities.omni_video);
+  const [, types, fit] = ENDPOINT_RULES.find(([prefix]) => endpoint.startsWith(prefix)) ?? [];
+  if (types && !types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${listOf(types)})` };
+  const changes = new InputChanges(structuredClone(input), target.alias);
+  const misfit = fit?.(changes, { endpoint, target, declaration });
+  if (misfit) return { skip: `fallback model ${target.alias} ${misfit}` };
   for (const field of Object.keys(changes.input)) {
     if (GATEWAY_FIELDS.has(field) || changes.input[field] === undefined) continue;
     if (declaration?.refused?.includes(field)) changes.drop(field, `(provider ${target.providerCode}) refuses it`);
@@ -196,11 +66,12 @@ export function translateTaskInput(endpoint: string, input: Input, target: LiveM
 
 /**
  * A chat call's parameters for a fallback model: the output-token limit held to what the model
- * writes, tools dropped for a model without tool calls, structured output for one without it.
+ * writes, tools dropped for a model without tool calls, reasoning effort fitted to its levels,
+ * structured output dropped for one without it.
  */
 export function translateChatParams(params: ChatParams, target: LiveModel): Translation<ChatParams> {
   if (!CHAT_TYPES.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} is not a chat model` };
-  const changes = new Changes({ ...params }, target.alias);
+  const changes = new InputChanges({ ...params }, target.alias);
   const language = languageCapabilityOf(target);
   const maxOutput = language?.max_output_tokens;
   for (const field of ['max_tokens', 'max_completion_tokens'] as const) {
@@ -210,6 +81,14 @@ export function translateChatParams(params: ChatParams, target: LiveModel): Tran
   if (changes.input.tools !== undefined && (!target.modelTypes.includes('tools_call') || language?.supportTool === false)) {
     changes.drop('tools', 'cannot call tools');
     if (changes.input.tool_choice !== undefined) changes.drop('tool_choice', 'cannot call tools');
+  }
+  const effort = changes.input.reasoning_effort;
+  const levels = language?.thinkingEffortLevels;
+  if (typeof effort === 'string' && language?.supportThinking === false) changes.drop('reasoning_effort', 'does not reason');
+  else if (typeof effort === 'string' && levels?.length && !levels.includes(effort)) {
+    const level = nearestInOrder(effort, levels, EFFORT_ORDER);
+    if (level) changes.set('reasoning_effort', level, listOf(levels));
+    else changes.drop('reasoning_effort', `takes only ${listOf(levels)}`);
   }
   const format = changes.input.response_format as { type?: string } | undefined;
   if (format?.type === 'json_schema' && language?.supportStructuredOutput === false) changes.drop('response_format', 'has no structured output');

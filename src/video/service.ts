@@ -6,6 +6,7 @@
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
+import { capabilitiesForContent } from './content-capabilities.ts';
 import { CONTENT_TYPES, ROLE_TYPES, type ContentRole, type VideoContentItem, type VideoGenerationBody } from './schemas.ts';
 
 /** Roles that may appear once per request. */
@@ -44,10 +45,7 @@ function checkContent(content: VideoContentItem[]): readonly CapabilityName[] {
       seen.add(item.role);
     }
   });
-  // Video references, edits and subjects are omni-model work; pictures need image-to-video.
-  if (content.some((c) => c.type === 'video_url' || c.type === 'element')) return ['omni_video'];
-  if (content.some((c) => c.type === 'image_url')) return ['image_to_video', 'omni_video'];
-  return ['video_generate', 'omni_video'];
+  return capabilitiesForContent(content);
 }
 
 /** An item's media references, with their field paths. */

@@ -4,6 +4,7 @@
  * Pure functions.
  */
 import type { LiveModel } from '../../catalog/catalog.ts';
+import { mapOrListValues } from '../../catalog/capabilities.ts';
 import type { VideoCapabilityFields } from '../../catalog/schema.ts';
 import type { VideoContentItem, VideoGenerationInput } from '../../video/schemas.ts';
 import { TaskFailedError, TaskRejectedError } from '../spec.ts';
@@ -66,15 +67,8 @@ export function modeFor(resolution: string, model: LiveModel, capability: VideoC
   };
 }
 
-function flatNumbers(value: number[] | Record<string, number[]> | undefined): number[] | undefined {
-  if (!value) return undefined;
-  return Array.isArray(value) ? value : [...new Set(Object.values(value).flat())];
-}
-
 function ratiosOf(capability: VideoCapabilityFields | undefined): string[] {
-  const declared = capability?.aspect_ratio_allowed;
-  if (!declared) return KLING_RATIOS;
-  return Array.isArray(declared) ? declared : [...new Set(Object.values(declared).flat())];
+  return mapOrListValues(capability?.aspect_ratio_allowed) ?? KLING_RATIOS;
 }
 
 /** The text of the request: its prompt items joined. */
@@ -105,7 +99,7 @@ export function checkKlingRequest(input: VideoGenerationInput, model: LiveModel)
   }
   if (family !== 'image2video' && !promptOf(input.content)) throw new TaskRejectedError('Kling needs a text prompt');
   if (!Number.isInteger(input.duration)) throw new TaskRejectedError('Kling takes a whole number of seconds as duration');
-  const durations = flatNumbers(capability?.duration_options);
+  const durations = mapOrListValues(capability?.duration_options);
   const range = Array.isArray(capability?.duration_range) ? capability.duration_range : undefined;
   const referenced = family === 'omni-video' && input.content.some((item) => item.type === 'video_url' || item.type === 'element' || (item.type === 'image_url' && item.role !== 'first_frame' && item.role !== 'last_frame'));
   // Omni references allow any length in the range; plain text and frames only the listed lengths.
