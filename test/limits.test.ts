@@ -68,6 +68,41 @@ describe('limits (embedded)', () => {
     assert.equal((await srv.fetch('/v1/models', { token: await srv.tokenFor('rita') })).status, 200);
   });
 
+  it('a raised request limit lets a refused caller through at once; a lowered one refuses the next call over it', async () => {
+    const created: Json = await (await srv.fetch('/admin/tokens', { method: 'POST', token: srv.adminToken, json: { user_id: 'raya', limits: { requests_per_minute: 2 } } })).json();
+    const models = () => srv.fetch('/v1/models', { token: created.token });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await models()).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+    const limit = (requestsPerMinute: number) => srv.fetch(`/admin/tokens/${created.id}`, { method: 'PATCH', token: srv.adminToken, json: { limits: { requests_per_minute: requestsPerMinute } } });
+    assert.equal((await limit(10)).status, 200);
+    const raised = await models();
+    assert.equal(raised.status, 200, await raised.clone().text());
+    assert.equal(raised.headers.get('x-ratelimit-limit-requests'), '10');
+    assert.equal(raised.headers.get('x-ratelimit-remaining-requests'), '7', 'the calls of the last minute still count');
+    // Three calls in the last minute: a limit of three leaves no room.
+    assert.equal((await limit(3)).status, 200);
+    assert.equal(await errorCode(await models()), 'rate_limited');
+
+    assert.equal((await srv.fetch('/admin/users/ugo/limits', { method: 'PUT', token: srv.adminToken, json: { requests_per_minute: 1 } })).status, 200);
+    const token = await srv.tokenFor('ugo');
+    assert.deepEqual([(await srv.fetch('/v1/models', { token })).status, (await srv.fetch('/v1/models', { token })).status], [200, 429]);
+    assert.equal((await srv.fetch('/admin/users/ugo/limits', { method: 'PUT', token: srv.adminToken, json: { requests_per_minute: 5 } })).status, 200);
+    assert.equal((await srv.fetch('/v1/models', { token })).status, 200);
+    assert.equal((await srv.fetch('/admin/users/ugo/limits', { method: 'PUT', token: srv.adminToken, json: { requests_per_minute: 2 } })).status, 200);
+    assert.equal((await srv.fetch('/v1/models', { token })).status, 429);
+  });
+
+  it('a raised token rate lets a refused chat caller through at once', async () => {
+    const created: Json = await (await srv.fetch('/admin/tokens', { method: 'POST', token: srv.adminToken, json: { user_id: 'tia', limits: { tokens_per_minute: 10 } } })).json();
+    // The first call passes however large (nothing else is counted); its tokens fill the minute.
+    assert.equal((await chat(srv, created.token)).status, 200);
+    const refused = await chat(srv, created.token);
+    assert.equal(await errorCode(refused), 'rate_limited');
+    assert.equal((await srv.fetch(`/admin/tokens/${created.id}`, { method: 'PATCH', token: srv.adminToken, json: { limits: { tokens_per_minute: 100_000 } } })).status, 200);
+    assert.equal((await chat(srv, created.token)).status, 200);
+  });
+
   it('a user limit holds for all the user\'s tokens together', async () => {
     const res = await srv.fetch('/admin/users/ursula/limits', { method: 'PUT', token: srv.adminToken, json: { requests_per_minute: 3 } });
     assert.equal(res.status, 200);
@@ -247,6 +282,35 @@ describe('limits shared by two instances (PostgreSQL + Redis)', () => {
     const statuses = [];
     for (const srv of [a!, b!, a!, b!, a!, b!, a!]) statuses.push((await srv.fetch('/v1/models', { token })).status);
     assert.deepEqual(statuses, [200, 200, 200, 200, 200, 429, 429]);
+  });
+
+  it('a limit changed on one instance applies on the other at its next call', async (t) => {
+    if (skip) return t.skip(skip);
+    const created: Json = await (await a!.fetch('/admin/tokens', { method: 'POST', token: a!.adminToken, json: { user_id: 'rhea', limits: { requests_per_minute: 2 } } })).json();
+    const models = () => b!.fetch('/v1/models', { token: created.token });
+    const patch = (limits: Json) => a!.fetch(`/admin/tokens/${created.id}`, { method: 'PATCH', token: a!.adminToken, json: { limits } });
+    const statuses = [];
+    for (let i = 0; i < 3; i++) statuses.push((await models()).status);
+    assert.deepEqual(statuses, [200, 200, 429]);
+    assert.equal((await patch({ requests_per_minute: 10 })).status, 200);
+    assert.equal((await models()).status, 200, 'raised on a, b lets the call through');
+    assert.equal((await patch({ requests_per_minute: 3 })).status, 200);
+    assert.equal(await errorCode(await models()), 'rate_limited', 'lowered on a under the calls made, b refuses');
+
+    assert.equal((await patch({ requests_per_minute: null, credits: 1 })).status, 200);
+    assert.equal((await chat(b!, created.token)).status, 200);
+    assert.equal(await errorCode(await chat(b!, created.token)), 'quota_exceeded');
+    assert.equal((await patch({ credits: 2 })).status, 200);
+    assert.equal((await chat(b!, created.token)).status, 200, 'more credits on a, b serves');
+
+    const user = await a!.tokenFor('ulla');
+    const limitUser = (requestsPerMinute: number) => a!.fetch('/admin/users/ulla/limits', { method: 'PUT', token: a!.adminToken, json: { requests_per_minute: requestsPerMinute } });
+    assert.equal((await limitUser(1)).status, 200);
+    assert.deepEqual([(await b!.fetch('/v1/models', { token: user })).status, (await b!.fetch('/v1/models', { token: user })).status], [200, 429]);
+    assert.equal((await limitUser(5)).status, 200);
+    assert.equal((await b!.fetch('/v1/models', { token: user })).status, 200);
+    assert.equal((await limitUser(2)).status, 200);
+    assert.equal((await b!.fetch('/v1/models', { token: user })).status, 429);
   });
 
   it('200 concurrent calls over both instances against 10 credits: exactly 10 served', async (t) => {

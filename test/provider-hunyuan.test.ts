@@ -152,6 +152,22 @@ describe('Hunyuan through the gateway', () => {
     assert.equal(fake.submits.length - before, 2, 'the submit answered 502 was sent again');
   });
 
+  it('a submit answered 502 and then busy is sent three times in all (routing.max_attempts), then fails', async () => {
+    const { fake, user } = gateway;
+    fake.inject('POST', '/', { status: 502, body: 'Bad Gateway' });
+    fake.busy = Array(3).fill('RequestLimitExceeded.JobNumExceed');
+    const before = fake.submits.length;
+    try {
+      const submitted = await user.postOk('/v1/mesh3d/generate/text', { model: 'hunyuan3d-rapid-2.5', prompt: 'a busy vase' });
+      const record = await user.settledStatus(submitted.task_id);
+      assert.equal(record.status, 'failed');
+      assert.equal(record.message, 'Hunyuan refused SubmitHunyuanTo3DRapidJob (RequestLimitExceeded.JobNumExceed)');
+      assert.equal(fake.submits.length - before, 3);
+    } finally {
+      fake.busy = [];
+    }
+  });
+
   it('cancel answers 409 task_not_cancellable', async () => {
     const { fake, user } = gateway;
     fake.plans = [{ outcome: 'stall' }, { outcome: 'success', runningPolls: 1 }];

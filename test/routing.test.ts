@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
+import { FakeOpenAiImages } from './fakes/openai-images-upstream.ts';
 import { startTestServer, redisEnv, type TestServer } from './support/server.ts';
 import { sseData } from './support/sse.ts';
 import { eventually } from './support/wait.ts';
@@ -240,6 +241,107 @@ describe('chat routing over channels', () => {
     assert.match(metrics, /gengate_channel_calls_total\{provider="openai",channel="main",outcome="success"\} 1/);
     assert.match(metrics, /gengate_channel_state\{provider="openai",channel="main"\} 0/);
     assert.match(metrics, /gengate_channel_call_duration_seconds_count\{provider="openai",channel="main"\} 1/);
+  });
+});
+
+describe('routing.max_attempts: one budget for a call, a channel\'s own retries included', () => {
+  /** Retries within a channel as a provider has them by default, without the waits. */
+  const retries = { retry: { attempts: 3, base_delay_ms: 1, max_delay_ms: 2000 } };
+  const failing = (status: number, headers?: Record<string, string>) => Array.from({ length: 12 }, () => ({ kind: 'status' as const, status, ...(headers ? { headers } : {}) }));
+  const cleanups: (() => Promise<void>)[] = [];
+  after(async () => {
+    for (const cleanup of cleanups.reverse()) await cleanup();
+  });
+
+  async function upstreams(count: number): Promise<FakeChatUpstream[]> {
+    const fakes = await Promise.all(Array.from({ length: count }, () => startFakeChatUpstream()));
+    cleanups.push(...fakes.map((f) => () => f.close()));
+    return fakes;
+  }
+
+  async function gateway(gengateConfig: string): Promise<{ server: TestServer; token: string }> {
+    const server = await startTestServer({ GENGATE_CONFIG: gengateConfig });
+    cleanups.push(() => server.close());
+    return { server, token: await server.tokenFor('budget') };
+  }
+
+  it('four channels answering 500: three upstream requests in all, one on each of the first three, for a call and for a stream', async () => {
+    const fakes = await upstreams(4);
+    const { server, token } = await gateway(config(Object.fromEntries(fakes.map((f, i) => [`c${i}`, { url: f.url, priority: i }])), {}, retries));
+    for (const stream of [false, true]) {
+      for (const f of fakes) {
+        f.requests.length = 0;
+        f.script(...failing(500));
+      }
+      const res = await chat(server, token, stream);
+      assert.equal(res.status, 502, `stream ${stream}`);
+      assert.equal(((await res.json()) as Json).error.code, 'upstream_error');
+      assert.deepEqual(fakes.map((f) => f.requests.length), [1, 1, 1, 0], `stream ${stream}`);
+    }
+  });
+
+  it('one channel answering 500: the call is tried on it three times in all', async () => {
+    const [only] = await upstreams(1);
+    const { server, token } = await gateway(config({ only: { url: only!.url } }, {}, { retry: { attempts: 5, base_delay_ms: 1, max_delay_ms: 10 } }));
+    only!.script(...failing(500));
+    const res = await chat(server, token);
+    assert.equal(res.status, 502);
+    await res.json();
+    assert.equal(only!.requests.length, 3);
+  });
+
+  it('429 with Retry-After: the channel is tried again after the wait, within the budget', async () => {
+    const [only] = await upstreams(1);
+    const { server, token } = await gateway(config({ only: { url: only!.url } }, {}, retries));
+    only!.script({ kind: 'status', status: 429, headers: { 'retry-after': '1' } });
+    const started = Date.now();
+    const served = await chat(server, token);
+    assert.equal(served.status, 200);
+    assert.equal(((await served.json()) as Json).choices[0].message.content, 'Echo: hello');
+    assert.ok(Date.now() - started >= 950, `the second try waited for Retry-After (${Date.now() - started} ms)`);
+    assert.equal(only!.requests.length, 2);
+
+    only!.requests.length = 0;
+    only!.script(...failing(429, { 'retry-after': '0' }));
+    const refused = await chat(server, token);
+    assert.equal(refused.status, 429);
+    assert.ok(refused.headers.get('retry-after'));
+    await refused.json();
+    assert.equal(only!.requests.length, 3);
+  });
+
+  it('an image task: three upstream requests over four failing channels, one on a lone channel\'s, each in generate_info.routing.attempts', async () => {
+    const key = 'sk-budget-images';
+    process.env.BUDGET_IMAGES_KEY = key;
+    const images = await Promise.all(Array.from({ length: 4 }, () => FakeOpenAiImages.start(key)));
+    cleanups.push(...images.map((f) => () => f.close()));
+    const imageConfig = (channels: FakeOpenAiImages[]) => JSON.stringify({
+      providers: { openai: { api_key_env: 'BUDGET_IMAGES_KEY', ...retries, channels: channels.map((f, i) => ({ name: `c${i}`, base_url: f.baseUrl, priority: i })) } },
+    });
+    const failAll = () => {
+      for (const f of images) for (let i = 0; i < 12; i++) f.inject('POST', '/v1/images/generations', { status: 500, body: { error: { message: 'The server had an error while processing your request.', type: 'server_error', param: null, code: null } } });
+    };
+    const attemptsOf = async (server: TestServer, token: string, res: Response): Promise<Json[]> => {
+      const body = (await res.json()) as Json;
+      assert.equal(res.status, 502, JSON.stringify(body));
+      const record = (await (await server.fetch(`/v1/ai/result/${body.error.task_id}`, { token })).json()) as Json;
+      assert.equal(record.queue_status.status, 'failed');
+      return record.generate_info.routing.attempts;
+    };
+    const generate = (server: TestServer, token: string) => server.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'gpt-image-1', prompt: 'a red kite', size: '1024x1024' } });
+
+    failAll();
+    const four = await gateway(imageConfig(images));
+    const spread = await attemptsOf(four.server, four.token, await generate(four.server, four.token));
+    assert.deepEqual(images.map((f) => f.apiRequests.length), [1, 1, 1, 0]);
+    assert.deepEqual(spread.map((a: Json) => a.channel), ['c0', 'c1', 'c2']);
+    for (const attempt of spread) assert.match(attempt.error, /HTTP 500/);
+
+    for (const f of images) f.requests.length = 0;
+    const lone = await gateway(imageConfig([images[3]!]));
+    const again = await attemptsOf(lone.server, lone.token, await generate(lone.server, lone.token));
+    assert.equal(images[3]!.apiRequests.length, 3);
+    assert.deepEqual(again.map((a: Json) => a.channel), ['c0', 'c0', 'c0']);
   });
 });
 

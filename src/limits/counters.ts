@@ -4,6 +4,8 @@
  * minute allowed), tasks not yet ended, credits held by calls in flight and credits spent per
  * period. Two implementations with one meaning: in this process (embedded, rebuilt from the
  * database at start) and in Redis (one atomic script per admission, shared by every instance).
+ * They also keep the generation of the limits (bumped by every change through the admin API), so
+ * an instance that holds limits read before a change learns of it at its next admission.
  */
 
 export const WINDOW_MS = 60_000;
@@ -23,6 +25,8 @@ export interface SubjectLimits {
 export interface AdmitRequest {
   /** The request id: the key its credit reservation is held (and released) under. */
   id: string;
+  /** The generation of the limits `subjects` were read at; an older one than the counters' is refused as stale. */
+  generation: number;
   subjects: SubjectLimits[];
   /** Estimated input tokens of a chat or agent call. */
   tokens: number;
@@ -41,7 +45,9 @@ export interface RateState {
 
 export type AdmitOutcome =
   | { ok: true; rate: RateState | undefined }
-  | { ok: false; code: 'rate_limited' | 'quota_exceeded'; retryAfterS: number; rate: RateState | undefined };
+  | { ok: false; code: 'rate_limited' | 'quota_exceeded'; retryAfterS: number; rate: RateState | undefined }
+  /** The limits changed since the request's were read: nothing was counted; read them again. */
+  | { ok: false; code: 'stale'; generation: number };
 
 /** What a call or task ending gives back and spends. */
 export interface Settlement {
@@ -68,12 +74,31 @@ export interface SubjectSeed {
 }
 
 export interface LimitCounters {
+  /** Counts a call against every subject's limits, or none when one is over (or the limits are stale). */
   admit(request: AdmitRequest): Promise<AdmitOutcome>;
+  /** Records that limits were changed: answers the new generation. */
+  limitsChanged(): Promise<number>;
   /** Takes a task slot under `id` for every subject, or none when one is full. */
   beginTask(id: string, subjects: SubjectLimits[], holdMs: number): Promise<boolean>;
   settle(settlement: Settlement): Promise<void>;
   seed(seed: SubjectSeed, holdMs: number): Promise<void>;
   close(): Promise<void>;
+}
+
+/** A GCRA arrival time with the limit it was counted under. */
+export interface KeptArrival {
+  tat: number;
+  limit: number;
+}
+
+/**
+ * The arrival time under `limit` of one kept under another: the calls (or tokens) it counts stay
+ * as many, so a changed limit applies at once, raised (room again) or lowered (the calls already
+ * made may be over it). Undefined when nothing is counted any more.
+ */
+export function arrivalUnder(kept: KeptArrival | undefined, now: number, limit: number): number | undefined {
+  if (!kept || kept.tat <= now) return undefined;
+  return kept.limit === limit ? kept.tat : now + ((kept.tat - now) * kept.limit) / limit;
 }
 
 /** The outcome of one GCRA step: the new arrival time when allowed. */
@@ -93,8 +118,8 @@ export function rateStateOf(limit: number, tat: number, now: number): RateState 
 }
 
 interface SubjectState {
-  rpmTat?: number;
-  tpmTat?: number;
+  rpm?: KeptArrival;
+  tpm?: KeptArrival;
   /** Live task slots: request id -> when the slot lapses. */
   live: Map<string, number>;
   /** Credits held: request id -> amount and when it lapses. */
@@ -106,6 +131,7 @@ interface SubjectState {
 /** The embedded counters: exact within the one process that serves an embedded store. */
 export class MemoryLimitCounters implements LimitCounters {
   private readonly states = new Map<string, SubjectState>();
+  private generation = 0;
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -127,23 +153,25 @@ export class MemoryLimitCounters implements LimitCounters {
   }
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
+    if (request.generation !== this.generation) return { ok: false, code: 'stale', generation: this.generation };
     const now = this.now();
     let rate: RateState | undefined;
-    const steps: { state: SubjectState; rpm?: number; tpm?: number }[] = [];
+    const steps: { state: SubjectState; rpm?: KeptArrival; tpm?: KeptArrival }[] = [];
     for (const limits of request.subjects) {
       const state = this.state(limits.subject);
-      const step: { state: SubjectState; rpm?: number; tpm?: number } = { state };
+      const step: { state: SubjectState; rpm?: KeptArrival; tpm?: KeptArrival } = { state };
       if (limits.rpm > 0) {
-        const r = gcra(state.rpmTat, now, limits.rpm, 1);
-        const current = rateStateOf(limits.rpm, r.allowed ? r.next : Math.max(state.rpmTat ?? now, now), now);
+        const tat = arrivalUnder(state.rpm, now, limits.rpm);
+        const r = gcra(tat, now, limits.rpm, 1);
+        const current = rateStateOf(limits.rpm, r.allowed ? r.next : Math.max(tat ?? now, now), now);
         if (!rate || current.remaining < rate.remaining) rate = current;
         if (!r.allowed) return { ok: false, code: 'rate_limited', retryAfterS: Math.max(1, Math.ceil(r.retryAfterMs / 1000)), rate };
-        step.rpm = r.next;
+        step.rpm = { tat: r.next, limit: limits.rpm };
       }
       if (limits.tpm > 0 && request.tokens > 0) {
-        const r = gcra(state.tpmTat, now, limits.tpm, request.tokens);
+        const r = gcra(arrivalUnder(state.tpm, now, limits.tpm), now, limits.tpm, request.tokens);
         if (!r.allowed) return { ok: false, code: 'rate_limited', retryAfterS: Math.max(1, Math.ceil(r.retryAfterMs / 1000)), rate };
-        step.tpm = r.next;
+        step.tpm = { tat: r.next, limit: limits.tpm };
       }
       if (limits.credits >= 0) {
         this.dropLapsed(state, now);
@@ -152,14 +180,18 @@ export class MemoryLimitCounters implements LimitCounters {
       steps.push(step);
     }
     for (const { state, rpm, tpm } of steps) {
-      if (rpm !== undefined) state.rpmTat = rpm;
-      if (tpm !== undefined) state.tpmTat = tpm;
+      if (rpm !== undefined) state.rpm = rpm;
+      if (tpm !== undefined) state.tpm = tpm;
       if (request.credits > 0) {
         state.held.set(request.id, { amount: request.credits, until: now + request.holdMs });
         state.heldSum += request.credits;
       }
     }
     return { ok: true, rate };
+  }
+
+  async limitsChanged(): Promise<number> {
+    return ++this.generation;
   }
 
   async beginTask(id: string, subjects: SubjectLimits[], holdMs: number): Promise<boolean> {
@@ -175,6 +207,7 @@ export class MemoryLimitCounters implements LimitCounters {
   }
 
   async settle(settlement: Settlement): Promise<void> {
+    const now = this.now();
     for (const limits of settlement.subjects) {
       const state = this.state(limits.subject);
       if (settlement.task) state.live.delete(settlement.reservationId);
@@ -184,7 +217,8 @@ export class MemoryLimitCounters implements LimitCounters {
         state.heldSum -= hold.amount;
       }
       if (limits.credits >= 0 && settlement.cost > 0) state.spent.set(limits.period, (state.spent.get(limits.period) ?? 0) + settlement.cost);
-      if (limits.tpm > 0 && settlement.tokensDelta !== 0 && state.tpmTat !== undefined) state.tpmTat += (WINDOW_MS / limits.tpm) * settlement.tokensDelta;
+      const tat = limits.tpm > 0 && settlement.tokensDelta !== 0 ? arrivalUnder(state.tpm, now, limits.tpm) : undefined;
+      if (tat !== undefined) state.tpm = { tat: tat + (WINDOW_MS / limits.tpm) * settlement.tokensDelta, limit: limits.tpm };
     }
   }
 

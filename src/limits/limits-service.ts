@@ -37,7 +37,11 @@ export interface CallInfo {
   countsTokens: boolean;
 }
 
-/** How long limits read from the store are trusted; bounds how late another instance sees a change. */
+/**
+ * How long limits read from the store are trusted. A change through the admin API reaches every
+ * instance sharing the counters at its next admission (the counters keep the limits' generation);
+ * this bounds how late an instance with counters of its own, or one that only settles tasks, sees it.
+ */
 const LIMITS_TTL_MS = 5_000;
 /** Settlements the shared counters missed (an instance died in between) are applied after this long. */
 const RECONCILE_AFTER_MS = 10_000;
@@ -46,6 +50,8 @@ const RECONCILE_BATCH = 200;
 interface CachedLimits {
   token: Limits | undefined;
   user: Limits | undefined;
+  /** The generation of the limits when they were read. */
+  generation: number;
   expiresAt: number;
 }
 
@@ -139,6 +145,8 @@ export class Admission implements TaskAdmission {
  */
 export class LimitsService {
   private readonly cache = new Map<string, CachedLimits>();
+  /** The latest generation of the limits this instance knows (the counters tell a newer one). */
+  private generation = 0;
   /** Ended tasks whose counters wait for the end to be committed (the task.status event). */
   private readonly pending = new Map<string, Settlement>();
   private readonly unsubscribe: () => void;
@@ -193,11 +201,20 @@ export class LimitsService {
     const key = `${principal.tokenId}:${principal.userId}`;
     const cached = this.cache.get(key);
     const now = this.now();
-    if (cached && cached.expiresAt > now) return cached;
+    // Taken before the read: limits read while a change lands are of the older generation, and read again.
+    const generation = this.generation;
+    if (cached && cached.generation === generation && cached.expiresAt > now) return cached;
     const [token, user] = await Promise.all([principal.isAdmin ? undefined : this.repo.tokenLimits(principal.tokenId), this.repo.userLimits(principal.userId)]);
-    const entry = { token: parseLimits(token?.limits), user: parseLimits(user), expiresAt: now + LIMITS_TTL_MS };
+    const entry = { token: parseLimits(token?.limits), user: parseLimits(user), generation, expiresAt: now + LIMITS_TTL_MS };
     this.cache.set(key, entry);
     return entry;
+  }
+
+  /** Forgets the limits read before `generation`. */
+  private limitsChangedTo(generation: number): void {
+    if (generation === this.generation) return;
+    this.generation = generation;
+    this.cache.clear();
   }
 
   private subjectsOf(limits: { token: Limits | undefined; user: Limits | undefined }, tokenId: string | null, userId: string, at: number): SubjectLimits[] {
@@ -207,22 +224,29 @@ export class LimitsService {
     return subjects;
   }
 
-  /** Admits a call or throws the contract's 429; nothing is held when the caller has no limits. */
+  /**
+   * Admits a call or throws the contract's 429; nothing is held when the caller has no limits.
+   * The counters are asked even then: limits set since they were read (on any instance) apply now.
+   */
   async admit(principal: Principal, requestId: string, call: CallInfo): Promise<Admission> {
     const now = this.now();
     const model = typeof call.body?.model === 'string' ? call.body.model : undefined;
-    const subjects = this.subjectsOf(await this.limitsOf(principal), principal.isAdmin ? null : principal.tokenId, principal.userId, now);
-    if (subjects.length === 0) return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, 0, 0, undefined);
-    const pricing = model === undefined ? undefined : this.opts.modelInfo(model).pricing;
-    const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
-    const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
-    const outcome = await this.counters.admit({ id: requestId, subjects, tokens, credits, holdMs: this.holdMs });
-    if (!outcome.ok) {
+    for (;;) {
+      const limits = await this.limitsOf(principal);
+      const subjects = this.subjectsOf(limits, principal.isAdmin ? null : principal.tokenId, principal.userId, now);
+      const pricing = model === undefined || subjects.length === 0 ? undefined : this.opts.modelInfo(model).pricing;
+      const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
+      const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
+      const outcome = await this.counters.admit({ id: requestId, generation: limits.generation, subjects, tokens, credits, holdMs: this.holdMs });
+      if (outcome.ok) return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, credits, tokens, outcome.rate);
+      if (outcome.code === 'stale') {
+        this.limitsChangedTo(outcome.generation);
+        continue;
+      }
       const headers: Record<string, string> = outcome.rate ? rateHeaders(outcome.rate) : {};
       if (outcome.code === 'quota_exceeded') throw new ApiError('quota_exceeded', 'credit limit reached for this period', null, {}, headers);
       throw new ApiError('rate_limited', `rate limit reached: retry in ${outcome.retryAfterS} s`, null, {}, { ...headers, 'retry-after': String(outcome.retryAfterS) });
     }
-    return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, credits, tokens, outcome.rate);
   }
 
   /** Settles a call that made no task: counters first, then its ledger row. */
@@ -371,7 +395,7 @@ export class LimitsService {
     const current = await this.tokenLimits(tokenId);
     const limits = change.limits === undefined ? current : change.limits === null ? undefined : applyPatch(current, change.limits);
     await this.repo.setToken(tokenId, { ...(change.name !== undefined ? { name: change.name } : {}), limits: limits ? JSON.stringify(limits) : null });
-    this.cache.clear();
+    if (change.limits !== undefined) this.limitsChangedTo(await this.counters.limitsChanged());
     if (limits) await this.seed('token', tokenId, limits);
     return limits;
   }
@@ -388,7 +412,7 @@ export class LimitsService {
   async updateUser(userId: string, patch: LimitsPatch | null): Promise<Limits | undefined> {
     const limits = patch === null ? undefined : applyPatch(await this.userLimits(userId), patch);
     await this.repo.setUser(userId, limits ? JSON.stringify(limits) : null, this.now());
-    this.cache.clear();
+    this.limitsChangedTo(await this.counters.limitsChanged());
     if (limits) await this.seed('user', userId, limits);
     return limits;
   }

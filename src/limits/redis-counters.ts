@@ -7,18 +7,28 @@ import { WINDOW_MS } from './counters.ts';
  * The counters of a deployment with REDIS_URL, shared by every instance. Each operation is one
  * script run atomically by Redis (EVALSHA, loaded once) on Redis's own clock, so one limit holds
  * for the whole cluster and concurrent calls cannot both take the last credit. Keys live under
- * `<REDIS_PREFIX>:lim:<subject>:…`: rpm and tpm (GCRA arrival times), live (task slots by
- * request id, scored by when they lapse), held + heldamt + heldsum (credits of calls in flight),
- * spent:<period> (micro-credits).
+ * `<REDIS_PREFIX>:lim:<subject>:…`: rpm and tpm (GCRA arrival times, `<tat>:<limit>`), live (task
+ * slots by request id, scored by when they lapse), held + heldamt + heldsum (credits of calls in
+ * flight), spent:<period> (micro-credits); and `<REDIS_PREFIX>:lim:generation`, the generation of
+ * the limits.
  */
 
-/** Shared by the scripts: the clock, key names and dropping lapsed holds. */
+/** Shared by the scripts: the clock, key names, arrival times and dropping lapsed holds. */
 const COMMON = `
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local W = ${WINDOW_MS}
 local prefix = ARGV[1]
 local function k(subject, name) return prefix .. ':lim:' .. subject .. ':' .. name end
+-- The arrival time under limit of one kept under another (counters.ts arrivalUnder); now when none counts.
+local function arrival_under(key, limit)
+  local tat, kept_limit = string.match(redis.call('GET', key) or '', '^(.+):(.+)$')
+  if not tat or tonumber(tat) <= now then return now end
+  return now + (tonumber(tat) - now) * tonumber(kept_limit) / limit
+end
+local function keep_arrival(key, tat, limit)
+  redis.call('SET', key, tat .. ':' .. limit, 'PX', math.ceil(tat - now) + 1000)
+end
 local function drop_lapsed(subject)
   local gone = redis.call('ZRANGEBYSCORE', k(subject, 'held'), '-inf', now)
   for _, id in ipairs(gone) do
@@ -32,20 +42,23 @@ end
 `;
 
 /**
- * ARGV: prefix, id, tokens, credits, holdMs, n, then per subject: subject, rpm, tpm, credits
- * limit (-1: none), period. Answers {1, limit, remaining, resetMs} or {0, code, retryAfterS,
- * limit, remaining, resetMs}; limit 0 when no subject limits requests.
+ * ARGV: prefix, generation, id, tokens, credits, holdMs, n, then per subject: subject, rpm, tpm,
+ * credits limit (-1: none), period. Answers {1, limit, remaining, resetMs}, {0, code,
+ * retryAfterS, limit, remaining, resetMs} (limit 0 when no subject limits requests), or {2,
+ * generation} when the limits are of an older generation.
  */
 const ADMIT = COMMON + `
-local id, tokens, credits, hold, n = ARGV[2], tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])
+local generation = tonumber(redis.call('GET', prefix .. ':lim:generation') or '0')
+if generation ~= tonumber(ARGV[2]) then return { 2, generation } end
+local id, tokens, credits, hold, n = ARGV[3], tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local rl, rr, rs = 0, -1, 0
 local plan = {}
 for i = 0, n - 1 do
-  local b = 7 + i * 5
+  local b = 8 + i * 5
   local subject, rpm, tpm, climit, period = ARGV[b], tonumber(ARGV[b + 1]), tonumber(ARGV[b + 2]), tonumber(ARGV[b + 3]), ARGV[b + 4]
-  local step = { subject = subject }
+  local step = { subject = subject, rpm_limit = rpm, tpm_limit = tpm }
   if rpm > 0 then
-    local tat = math.max(tonumber(redis.call('GET', k(subject, 'rpm')) or now), now)
+    local tat = arrival_under(k(subject, 'rpm'), rpm)
     local interval = W / rpm
     local nxt = tat + interval
     local allowed = not (nxt - now > W and tat > now)
@@ -56,7 +69,7 @@ for i = 0, n - 1 do
     step.rpm = nxt
   end
   if tpm > 0 and tokens > 0 then
-    local tat = math.max(tonumber(redis.call('GET', k(subject, 'tpm')) or now), now)
+    local tat = arrival_under(k(subject, 'tpm'), tpm)
     local nxt = tat + (W / tpm) * tokens
     if nxt - now > W and tat > now then return { 0, 'rate_limited', math.max(1, math.ceil((nxt - W - now) / 1000)), rl, math.max(rr, 0), rs } end
     step.tpm = nxt
@@ -69,8 +82,8 @@ for i = 0, n - 1 do
   plan[#plan + 1] = step
 end
 for _, step in ipairs(plan) do
-  if step.rpm then redis.call('SET', k(step.subject, 'rpm'), step.rpm, 'PX', math.ceil(step.rpm - now) + 1000) end
-  if step.tpm then redis.call('SET', k(step.subject, 'tpm'), step.tpm, 'PX', math.ceil(step.tpm - now) + 1000) end
+  if step.rpm then keep_arrival(k(step.subject, 'rpm'), step.rpm, step.rpm_limit) end
+  if step.tpm then keep_arrival(k(step.subject, 'tpm'), step.tpm, step.tpm_limit) end
   if credits > 0 then
     redis.call('ZADD', k(step.subject, 'held'), now + hold, id)
     redis.call('HSET', k(step.subject, 'heldamt'), id, credits)
@@ -115,10 +128,10 @@ for i = 0, n - 1 do
     if ttl > 0 then redis.call('EXPIRE', k(subject, 'spent:' .. period), ttl) end
   end
   if tpm > 0 and delta ~= 0 then
-    local tat = tonumber(redis.call('GET', k(subject, 'tpm')) or '0')
+    local tat = arrival_under(k(subject, 'tpm'), tpm)
     if tat > now then
       local nxt = tat + (W / tpm) * delta
-      if nxt > now then redis.call('SET', k(subject, 'tpm'), nxt, 'PX', math.ceil(nxt - now) + 1000) else redis.call('DEL', k(subject, 'tpm')) end
+      if nxt > now then keep_arrival(k(subject, 'tpm'), nxt, tpm) else redis.call('DEL', k(subject, 'tpm')) end
     end
   end
 end
@@ -178,9 +191,10 @@ export class RedisLimitCounters implements LimitCounters {
   }
 
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
-    const args: (string | number)[] = [this.prefix, request.id, request.tokens, request.credits, request.holdMs, request.subjects.length];
+    const args: (string | number)[] = [this.prefix, request.generation, request.id, request.tokens, request.credits, request.holdMs, request.subjects.length];
     for (const s of request.subjects) args.push(s.subject, s.rpm, s.tpm, s.credits, s.period);
     const answer = await this.redis.limitsAdmit(...args);
+    if (answer[0] === 2) return { ok: false, code: 'stale', generation: Number(answer[1]) };
     if (answer[0] === 1) {
       const [, limit, remaining, resetMs] = answer as number[];
       return { ok: true, rate: limit! > 0 ? { limit: limit!, remaining: remaining!, resetMs: resetMs! } : undefined };
@@ -192,6 +206,10 @@ export class RedisLimitCounters implements LimitCounters {
       retryAfterS: Number(retryAfterS),
       rate: Number(limit) > 0 ? { limit: Number(limit), remaining: Number(remaining), resetMs: Number(resetMs) } : undefined,
     };
+  }
+
+  async limitsChanged(): Promise<number> {
+    return this.redis.incr(`${this.prefix}:lim:generation`);
   }
 
   async beginTask(id: string, subjects: SubjectLimits[], holdMs: number): Promise<boolean> {

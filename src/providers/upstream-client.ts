@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../telemetry/tracing.ts';
+import { mayRetry } from './retry-gate.ts';
 import { TaskFailedError } from './spec.ts';
 
 /** How transient upstream failures are retried (GENGATE_CONFIG providers.<code>.retry). */
@@ -118,7 +119,9 @@ function errorText(body: Buffer): string {
 /**
  * HTTP towards one provider: base URL and authentication apart from each adapter's payload
  * mapping, a per-request timeout, a concurrency limit, and retries of transient failures
- * (connection errors, 429, 5xx) with backoff that honours Retry-After.
+ * (connection errors, 429, 5xx) with backoff that honours Retry-After. A request that sends work
+ * (not idempotent) is sent again only when its routed call has a try left for this channel
+ * (retry-gate.ts); reads (polls, downloads) retry by the policy alone.
  */
 export class UpstreamClient {
   private readonly retry: RetryPolicy;
@@ -168,23 +171,25 @@ export class UpstreamClient {
         req.signal?.throwIfAborted();
         const timedOut = (err as Error).name === 'TimeoutError';
         const what = timedOut ? `timed out after ${this.timeoutMs} ms` : `could not be reached (${(err as Error).cause instanceof Error ? ((err as Error).cause as Error).message : (err as Error).message})`;
-        if (retriesLeft && (idempotent || !timedOut)) {
+        const failure = new UpstreamError(`${this.opts.provider} ${what}`, `${method} ${url.pathname}: ${what}`, undefined);
+        if (retriesLeft && (idempotent || (!timedOut && mayRetry(req.signal, failure)))) {
           await delay(backoffMs(this.retry, attempt), undefined, { signal: req.signal });
           continue;
         }
-        throw new UpstreamError(`${this.opts.provider} ${what}`, `${method} ${url.pathname}: ${what}`, undefined);
+        throw failure;
       } finally {
         release();
       }
       if (res.status < 400) return { status: res.status, headers: res.headers, body, json: <T>() => JSON.parse(body.toString('utf8')) as T };
+      const text = errorText(body) || `HTTP ${res.status}`;
+      const failure = new UpstreamError(`${this.opts.provider} answered HTTP ${res.status}`, this.opts.errorMessage?.(text) ?? text, res.status);
       const transient = res.status === 429 || res.status >= 500;
-      if (transient && retriesLeft) {
+      if (transient && retriesLeft && (idempotent || mayRetry(req.signal, failure))) {
         const wait = retryAfterMs(res.headers.get('retry-after')) ?? backoffMs(this.retry, attempt);
         await delay(Math.min(wait, this.retry.maxDelayMs * 6), undefined, { signal: req.signal });
         continue;
       }
-      const text = errorText(body) || `HTTP ${res.status}`;
-      throw new UpstreamError(`${this.opts.provider} answered HTTP ${res.status}`, this.opts.errorMessage?.(text) ?? text, res.status);
+      throw failure;
     }
   }
 }

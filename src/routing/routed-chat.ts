@@ -37,7 +37,7 @@ class RoutedChatModel implements ChatModel {
   async complete(request: ChatRequest, options: ChatCallOptions): Promise<ChatCompletion> {
     const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, (target) => {
       const [model, routed] = this.on(target, request);
-      return model.complete(routed, { signal: options.signal });
+      return model.complete(routed, { signal: target.signal });
     });
     return this.served(outcome, options);
   }
@@ -45,7 +45,7 @@ class RoutedChatModel implements ChatModel {
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
     const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, async (target): Promise<StartedStream> => {
       const [model, routed] = this.on(target, request);
-      const rest = (await model.stream(routed, { signal: options.signal }))[Symbol.asyncIterator]();
+      const rest = (await model.stream(routed, { signal: target.signal }))[Symbol.asyncIterator]();
       // A failure before the first chunk still moves the call to another channel.
       const first = await rest.next();
       return { first, rest, channel: target.channel, release: target.hold() };

@@ -2,15 +2,19 @@
  * Channel selection, health and failover. A call goes to the lowest priority tier that has a
  * channel available for its model, weighted at random within the tier (channels below their
  * concurrency first); a failure the upstream did not take the work for moves it to another
- * channel, then to the model's fallbacks. Failures cool a channel down (doubling, one probe decides
- * its return); a refused key disables it until an administrator enables it. State changes are
- * announced on the bus, so with Redis every instance follows them; disables are stored.
+ * channel, then to the model's fallbacks. Up to policy.maxAttempts requests per model go out, a
+ * channel's own retries among them: the transport sends a failed request to the same channel again
+ * only when no other channel is left to move to (providers/retry-gate.ts). Failures cool a channel
+ * down (doubling, one probe decides its return); a refused key disables it until an administrator
+ * enables it. State changes are announced on the bus, so with Redis every instance follows them;
+ * disables are stored.
  */
 import type { Logger } from 'pino';
 import type { Registry } from 'prom-client';
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { RoutingRecord } from '../core/result-types.ts';
+import { gatedSignal, type RetryGate } from '../providers/retry-gate.ts';
 import { DEFAULT_CONCURRENCY } from '../providers/upstream-client.ts';
 import type { ChannelsRepo } from '../storage/repos/channels-repo.ts';
 import type { ChannelStateMessage, EventBus } from '../tasks/event-bus.ts';
@@ -35,6 +39,8 @@ export interface RouteTarget<I> {
   input: I;
   /** The attempt continues the saved route of an earlier run (the same model and channel). */
   resumed: boolean;
+  /** The caller's signal, carrying the call's retry gate: the attempt's upstream requests go with it. */
+  signal: AbortSignal;
   /**
    * Keeps the channel counted in flight after the call resolves (a stream that goes on); the
    * function answered ends it. Without it the call's end ends it.
@@ -214,7 +220,8 @@ export class ChannelRouter {
 
   /**
    * Runs `call` on the model's channels, then on its fallbacks' (the input translated for each),
-   * until one serves or a failure is final; up to policy.maxAttempts channels per model.
+   * until one serves or a failure is final; up to policy.maxAttempts tries per model, each a line of
+   * the record's attempts, a channel's own retries included.
    */
   async route<I, T>(plan: RoutePlan<I>, call: (target: RouteTarget<I>) => Promise<T>): Promise<RouteOutcome<T>> {
     const chain = [plan.model, ...this.fallbacksOf(plan.model)];
@@ -240,12 +247,14 @@ export class ChannelRouter {
         ({ input, warnings } = translated);
       }
       const tried = new Set<Channel>();
+      let made = 0;
       for (const attempt of record.attempts) {
         const channel = attempt.model === model.alias && attempt.channel !== null ? this.find(model.providerCode, attempt.channel) : undefined;
-        if (channel) tried.add(channel);
+        if (!channel) continue;
+        tried.add(channel);
+        made++;
       }
       let resumeChannel = i === start && resume?.model === model.alias ? this.find(model.providerCode, resume.channel) ?? (resume.channel === LOCAL_CHANNEL ? this.tiersOf(model)[0]?.[0] : undefined) : undefined;
-      let made = tried.size;
       while (made < this.deps.policy.maxAttempts) {
         const channel = resumeChannel ?? this.pick(model, tried);
         const resumed = resumeChannel !== undefined;
@@ -261,8 +270,17 @@ export class ChannelRouter {
         record.channel = channel.name;
         record.warnings = warnings;
         if (!resumed) await plan.beforeAttempt?.(record);
+        const gate: RetryGate = {
+          again: (error) => {
+            if (made >= this.deps.policy.maxAttempts || this.hasUntried(model, tried)) return false;
+            made++;
+            record.attempts.push({ model: model.alias, provider: model.providerCode, channel: channel.name, error: error.message });
+            return true;
+          },
+        };
+        const target = this.target(model, channel, record, input, resumed, gatedSignal(plan.signal, gate));
         const outcome = await inSpan(`routing attempt ${channel.provider}/${channel.name}`, () => ({ attributes: attemptAttributes(model, channel, made, resumed) }), async (span) => {
-          const result = await this.attempt(channel, () => call(this.target(model, channel, record, input, resumed)), plan.signal);
+          const result = await this.attempt(channel, () => call(target), plan.signal);
           if (span && !result.ok) {
             span.setAttribute('gengate.routing.failure', result.failure.kind);
             failSpan(span, result.error);
@@ -279,13 +297,20 @@ export class ChannelRouter {
     return { ok: false, error: lastError ?? new ApiError('upstream_error', `no channel could take model ${plan.model.alias}: ${record.attempts.map((a) => a.error).join('; ')}`), record };
   }
 
-  private target<I>(model: LiveModel, channel: Channel, record: RoutingRecord, input: I, resumed: boolean): RouteTarget<I> {
+  /** Whether a channel of the model not tried yet could take a call now. */
+  private hasUntried(model: LiveModel, tried: ReadonlySet<Channel>): boolean {
+    const now = Date.now();
+    return this.tiersOf(model).some((tier) => tier.some((c) => !tried.has(c) && c.available(now)));
+  }
+
+  private target<I>(model: LiveModel, channel: Channel, record: RoutingRecord, input: I, resumed: boolean, signal: AbortSignal): RouteTarget<I> {
     return {
       model,
       channel,
       record,
       input,
       resumed,
+      signal,
       hold: () => {
         channel.inFlight++;
         let released = false;

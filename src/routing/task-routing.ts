@@ -53,6 +53,7 @@ export class TaskRouting {
       const attempt = { ...rest, model: target.model, input: target.input, ...(target.resumed && hasEngineState ? { saved: engineState } : {}) } as GenerationJob;
       return this.engineOn(target.model, target.channel.name).run(attempt, {
         ...ctx,
+        signal: target.signal,
         remember: (state) => save({ ...state, [ROUTING_KEY]: target.record }),
       });
     });

@@ -2,7 +2,8 @@ import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { downloadFile, fetchableUrl, replyJson, servesEndpoints, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type JobOf, type RunContext } from '../spec.ts';
-import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
+import { mayRetry } from '../retry-gate.ts';
+import { DEFAULT_RETRY, UpstreamClient, UpstreamError, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 
@@ -72,19 +73,27 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
   const host = api.urlOf('/').host;
   const retry = ctx.client.retry ?? DEFAULT_RETRY;
 
-  /** One signed action; a busy answer is sent again (re-signed), a refusal fails the task with Tencent's message. */
+  /**
+   * One signed action; a busy answer is sent again (re-signed), a submit only while its routed call
+   * has a try left for this channel (retry-gate.ts), else it fails as an upstream failure another
+   * channel may take; a refusal fails the task with Tencent's message.
+   */
   async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<Record<string, unknown>> {
     const body = JSON.stringify(payload);
+    const idempotent = action.startsWith('Query') || action.startsWith('Describe');
     for (let attempt = 0; ; attempt++) {
       const headers = tc3Headers({ ...credentials!, service, host, action, version, region, payload: body, timestamp: Math.floor(Date.now() / 1000) });
-      const res = await api.request({ path: '/', body, headers, signal: run.signal, idempotent: action.startsWith('Query') || action.startsWith('Describe') });
+      const res = await api.request({ path: '/', body, headers, signal: run.signal, idempotent });
       const reply = responseOf(replyJson(res, ctx.provider, action), action);
       if ('response' in reply) return reply.response;
-      if (TRANSIENT_CODES.test(reply.code) && attempt < retry.attempts) {
+      const message = `Hunyuan refused ${action} (${reply.code})`;
+      if (!TRANSIENT_CODES.test(reply.code)) throw new TaskFailedError(message, reply.message);
+      const busy = new UpstreamError(message, reply.message, undefined);
+      if (attempt < retry.attempts && (idempotent || mayRetry(run.signal, busy))) {
         await delay(backoffMs(retry, attempt), undefined, { signal: run.signal });
         continue;
       }
-      throw new TaskFailedError(`Hunyuan refused ${action} (${reply.code})`, reply.message);
+      throw busy;
     }
   }
 

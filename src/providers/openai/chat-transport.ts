@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
 import { Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
+import { mayRetry } from '../retry-gate.ts';
 import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
 
 export interface ChatTransportOptions {
@@ -42,6 +43,18 @@ function upstreamErrorOf(text: string): { message: string; param: string | null 
   return { message: text.length > ERROR_TEXT_LIMIT ? `${text.slice(0, ERROR_TEXT_LIMIT)}…` : text, param: null };
 }
 
+/** The error of an upstream's answer with a failing status. */
+function statusError(provider: string, status: number, text: string, retryAfter: number | undefined): UpstreamApiError {
+  const { message, param } = upstreamErrorOf(text);
+  const what = `${provider} answered HTTP ${status}${message ? `: ${message}` : ''}`;
+  if (status === 429) {
+    const seconds = Math.max(1, Math.ceil((retryAfter ?? 1000) / 1000));
+    return new UpstreamApiError('rate_limited', what, 429, null, { 'retry-after': String(seconds) });
+  }
+  if (REFUSED_STATUS.has(status)) return new UpstreamApiError('invalid_request', what, status, param);
+  return new UpstreamApiError('upstream_error', what, status);
+}
+
 /** The message of a transport failure, with its cause when undici wraps one. */
 function describe(err: Error): string {
   const cause = err.cause instanceof Error ? err.cause.message : undefined;
@@ -52,7 +65,8 @@ function describe(err: Error): string {
  * HTTP to one chat API (OpenAI-compatible by default; Anthropic's and Gemini's adapters post to
  * their own paths): a keep-alive connection pool (undici), authentication, timeouts, and retries
  * of failures that happen before any answer came back (refused or reset connections, 429, 5xx
- * and Anthropic's 529) with backoff that honours Retry-After.
+ * and Anthropic's 529) with backoff that honours Retry-After, each while the routed call has a
+ * try left for this channel (retry-gate.ts).
  */
 export class ChatTransport {
   readonly #pool: Pool;
@@ -94,33 +108,28 @@ export class ChatTransport {
         }
         const causeCode = ((err as Error).cause as { code?: string } | undefined)?.code ?? '';
         if (!CONNECTION_ERRORS.has(code) && !CONNECTION_ERRORS.has(causeCode)) throw err;
-        if (retriesLeft) {
+        const failure = new UpstreamApiError('upstream_error', `${provider} could not be reached: ${describe(err as Error)}`, undefined);
+        if (retriesLeft && mayRetry(signal, failure)) {
           await delay(backoffMs(retry, attempt), undefined, { signal });
           continue;
         }
-        throw new UpstreamApiError('upstream_error', `${provider} could not be reached: ${describe(err as Error)}`, undefined);
+        throw failure;
       }
       if (res.statusCode < 300) return res;
 
       const text = await res.body.text().catch(() => '');
-      const { message, param } = upstreamErrorOf(text);
       const header = res.headers['retry-after'];
       const retryAfter = retryAfterMs(typeof header === 'string' ? header : null);
+      const failure = statusError(provider, res.statusCode, text, retryAfter);
       if (TRANSIENT_STATUS(res.statusCode)) {
         // A wait longer than the policy allows is the client's to make, not a held connection's.
         const wait = retryAfter ?? backoffMs(retry, attempt);
-        if (retriesLeft && wait <= retry.maxDelayMs) {
+        if (retriesLeft && wait <= retry.maxDelayMs && mayRetry(signal, failure)) {
           await delay(wait, undefined, { signal });
           continue;
         }
       }
-      const what = `${provider} answered HTTP ${res.statusCode}${message ? `: ${message}` : ''}`;
-      if (res.statusCode === 429) {
-        const seconds = Math.max(1, Math.ceil((retryAfter ?? 1000) / 1000));
-        throw new UpstreamApiError('rate_limited', what, 429, null, { 'retry-after': String(seconds) });
-      }
-      if (REFUSED_STATUS.has(res.statusCode)) throw new UpstreamApiError('invalid_request', what, res.statusCode, param);
-      throw new UpstreamApiError('upstream_error', what, res.statusCode);
+      throw failure;
     }
   }
 }
