@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorShape } from '../../core/errors.ts';
+import { IdempotentReplay } from '../../limits/idempotency.ts';
+import { sendReplay } from './admission.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -95,6 +97,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
 /** The only place errors become bodies. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // Not an error: a multipart call that repeats an earlier one, found once its route read the body.
+    if (err instanceof IdempotentReplay) return sendReplay(reply, err.answer);
     const error = toApiError(err, errorShapeOf(request));
     if (error.status >= 500) request.log.error({ err }, 'request failed');
     return sendError(request, reply, error);
