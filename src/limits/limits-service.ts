@@ -385,8 +385,8 @@ export class LimitsService {
     return parseLimits(await this.repo.userLimits(userId));
   }
 
-  async updateUser(userId: string, patch: LimitsPatch | null): Promise<Limits | undefined> {
-    const limits = patch === null ? undefined : applyPatch(await this.userLimits(userId), patch);
+  async updateUser(userId: string, patch: LimitsPatch): Promise<Limits | undefined> {
+    const limits = applyPatch(await this.userLimits(userId), patch);
     await this.repo.setUser(userId, limits ? JSON.stringify(limits) : null, this.now());
     this.cache.clear();
     if (limits) await this.seed('user', userId, limits);

@@ -35,7 +35,8 @@ function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
     const param = fieldPath(first.instancePath, String(first.params.additionalProperty));
     error = new ApiError('unsupported_parameter', `${param} is not a supported parameter`, param);
   } else {
-    const param = fieldPath(first.instancePath) || null;
+    // A fault of the whole body (not an object, none at all) names the body.
+    const param = fieldPath(first.instancePath) || (context === 'body' ? 'body' : null);
     const allowed = first.keyword === 'enum' ? `: one of ${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` : '';
     const where = param ?? (context === 'body' ? 'request body' : context);
     error = new ApiError('invalid_parameter', `${where} ${first.message ?? 'is invalid'}${allowed}`, param);
@@ -56,8 +57,9 @@ export function toApiError(err: FastifyError, shape: ErrorShape): ApiError {
   if (err.validation) return fromValidation(err, shape);
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_json', `request body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'the body is empty though its Content-Type is JSON', 'body');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('request_too_large', 'request body is too large');
     case 'FST_REQ_FILE_TOO_LARGE':

@@ -135,7 +135,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       summary: 'Set a user\'s limits (for all its tokens together); a null limit removes it',
       security,
       params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) }),
-      body: Type.Union([LimitsPatch, Type.Null()]),
+      body: LimitsPatch,
       response: { 200: Type.Object({ user_id: Type.String(), limits: LimitsView }) },
     },
   }, async (request) => ({ user_id: request.params.id, limits: (await services.limits.updateUser(request.params.id, request.body)) ?? {} }));
