@@ -109,6 +109,21 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
     });
   });
 
+  app.addHook('onError', (request, _reply, error, done) => {
+    request.admission?.failedWith(error);
+    done();
+  });
+
+  // A call turned away before admission (a refused token, a body that is not JSON, a malformed
+  // key) has a ledger row all the same.
+  app.addHook('onResponse', (request, reply, done) => {
+    const url = request.routeOptions.url;
+    if (!request.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
+      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.principal, body: bodyObject(request), httpStatus: reply.statusCode });
+    }
+    done();
+  });
+
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.
   app.addHook('onSend', async (request, reply, payload) => {
     const held = request.idempotent;
