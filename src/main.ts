@@ -123,6 +123,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
   // Registered first: the domains' end handlers find the stored files in the result.
   tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
+  const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
+  const findModel = (name: string) => catalog.find(name) ?? engines.findModel?.(name);
   // Limits and the ledger: every task settles in the transaction that ends it. Shared counters with Redis.
   const limitsLogger = logger.child({ component: 'limits' });
   const usageRepo = new UsageRepo(db);
@@ -131,7 +133,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: limitsLogger })
       : new MemoryLimitCounters(),
     shared: settings.redisUrl !== undefined,
-    modelInfo: (alias) => ({ provider: catalog.find(alias)?.providerCode, pricing: settings.config.models?.[alias]?.pricing }),
+    modelInfo: (name) => {
+      const model = findModel(name);
+      return model && { alias: model.alias, provider: model.providerCode, pricing: settings.config.models?.[model.alias]?.pricing };
+    },
     // A slot or hold nobody settles (its holder died mid-call) lapses after the longest a call waits.
     holdMs: Math.max(settings.syncTimeoutMs * 2, 24 * 60 * 60 * 1000),
     logger: limitsLogger,
@@ -144,12 +149,11 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   idempotency.startSweep((err) => limitsLogger.error({ err }, 'idempotency key sweep failed'));
   const digitalHumans = new DigitalHumanService(new DigitalHumanRepo(db));
   tasks.onEnd(DIGITAL_HUMAN_CREATE, recordCreatedResource(digitalHumans));
-  const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
   const generations = new GenerationService({ catalog, engines, tasks, urls, syncTimeoutMs: settings.syncTimeoutMs });
   const routing = new ChannelRouter({
     specs: channelSpecs(settings.config),
     policy: routingPolicy(settings.config.routing),
-    findModel: (alias) => catalog.find(alias) ?? engines.findModel?.(alias),
+    findModel,
     fallbacks: (alias) => settings.config.models?.[alias]?.fallbacks ?? [],
     modelsOf: (provider) => catalog.models.filter((m) => m.providerCode === provider).map((m) => m.alias),
     bus,

@@ -92,6 +92,38 @@ describe('users, tokens and admin', () => {
     assert.deepEqual(((await res.json()) as { callback_retry_delays_ms: number[] }).callback_retry_delays_ms, [1000, 5000, 25000]);
   });
 
+  it('answers every admin write sent no body, an empty one or a non-object with 400 naming body, never 5xx', async () => {
+    // The routes come from the OpenAPI document, so a new admin route is covered as it is added.
+    const doc = (await (await srv.fetch('/openapi.json')).json()) as { paths: Record<string, Record<string, { requestBody?: { required?: boolean } }>> };
+    const routes = Object.entries(doc.paths)
+      .filter(([path]) => path.startsWith('/admin/'))
+      .flatMap(([path, ops]) => Object.entries(ops).filter(([method]) => ['post', 'put', 'patch'].includes(method)).map(([method, op]) => ({ method: method.toUpperCase(), path, takesBody: op.requestBody?.required === true })));
+    assert.ok(routes.some((r) => r.path === '/admin/users/{id}/limits' && r.method === 'PUT'), 'the listing finds the admin routes');
+    const json = { 'content-type': 'application/json' };
+    const bodies: [name: string, init: RequestInit, missing: boolean][] = [
+      ['no body', {}, true],
+      ['an empty JSON body', { headers: json, body: '' }, true],
+      ['null', { headers: json, body: 'null' }, false],
+      ['[]', { headers: json, body: '[]' }, false],
+      ['"x"', { headers: json, body: '"x"' }, false],
+    ];
+    for (const route of routes) {
+      for (const [name, init, missing] of bodies) {
+        const what = `${route.method} ${route.path} with ${name}`;
+        const res = await srv.fetch(route.path.replace(/\{\w+\}/g, 'x'), { method: route.method, token: srv.adminToken, ...init });
+        const answer = (await res.json().catch(() => ({}))) as { error?: { param: string | null } };
+        assert.ok(res.status < 500, `${what}: ${res.status}`);
+        // A route that takes no body may be sent none; whatever is sent must still be a JSON object.
+        if (route.takesBody || !missing) {
+          assert.equal(res.status, 400, `${what}: ${res.status}`);
+          assert.equal(answer.error?.param, 'body', `${what}: ${JSON.stringify(answer)}`);
+        } else if (res.status === 400) {
+          assert.ok(answer.error?.param, `${what}: ${JSON.stringify(answer)}`);
+        }
+      }
+    }
+  });
+
   it('creates tokens from the command line that the server accepts', async () => {
     const out = await runCli(['token', 'create', '--user', 'dave', '--name', 'cli'], { DATA_DIR: srv.dataDir });
     assert.equal(out.code, 0, out.stderr);

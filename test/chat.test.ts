@@ -327,6 +327,10 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     assertApiError(refusal, 'invalid_request', null);
     assert.match(refusal.error.message, /Invalid value for 'top_k'/);
     assert.equal(fake.requests.length - before, 1, 'a refusal is not retried');
+    // The upstream refused a call that ran: an error in the ledger, not a refusal of the gateway.
+    const ledger: Json = await (await srv.fetch('/admin/requests?user_id=alice&limit=200', { token: srv.adminToken })).json();
+    const row = ledger.data.find((r: Json) => r.request_id === refused.headers.get('x-request-id'));
+    assert.deepEqual([row?.status, row?.http_status, row?.model], ['error', 400, 'gpt-4.1']);
   });
 
   it('ends a stream that fails midway with an error event and no [DONE]', async () => {

@@ -1,10 +1,13 @@
 /**
  * Idempotency-Key on creating POSTs: the first answer is replayed with Idempotent-Replayed, a
- * different body is 422, a retry of a running sync call joins its task, and answers made before
- * anything was created are not kept. On SQLite, and on PostgreSQL + Redis with two instances.
+ * different body (JSON, or any part of a multipart form) is 422, a retry of a running sync call
+ * joins its task, and answers made before anything was created are not kept. On SQLite, and on
+ * PostgreSQL + Redis with two instances.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import sharp from 'sharp';
+import { wav } from './support/media.ts';
 import { dropSchema, postgresEnv, redisEnv, startTestServer, type TestServer } from './support/server.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -15,6 +18,40 @@ const BODY = { model: 'seedream-4.0', prompt: 'a lighthouse', size: '32x32' };
 function submit(srv: TestServer, token: string, key: string, body: Json = BODY, sync = false): Promise<Response> {
   return srv.fetch('/v1/images/generations', { method: 'POST', token, json: body, headers: { 'idempotency-key': key, ...(sync ? {} : { 'x-async': '1' }) } });
 }
+
+const square = (background: string) => sharp({ create: { width: 8, height: 8, channels: 3, background } }).png().toBuffer();
+
+type FormFile = [field: string, bytes: Buffer, fileName: string, type: string];
+
+function formOf(fields: Record<string, string>, files: FormFile[]): FormData {
+  const form = new FormData();
+  for (const [name, value] of Object.entries(fields)) form.append(name, value);
+  for (const [field, bytes, fileName, type] of files) form.append(field, new Blob([new Uint8Array(bytes)], { type }), fileName);
+  return form;
+}
+
+/** A multipart route under /v1 that takes an Idempotency-Key: its form, and the form with one file's bytes or one field changed. */
+interface FormRoute {
+  path: string;
+  headers?: Record<string, string>;
+  form(change?: 'file' | 'field'): Promise<FormData>;
+}
+
+const FORM_ROUTES: FormRoute[] = [
+  {
+    path: '/v1/files/upload',
+    form: async (change) => formOf(change === 'field' ? { fileName: 'renamed.png' } : {}, [['file', await square(change === 'file' ? 'blue' : 'red'), 'one.png', 'image/png']]),
+  },
+  {
+    path: '/v1/images/edits',
+    headers: { 'x-async': '1' },
+    form: async (change) => formOf({ model: 'seedream-4.0', prompt: change === 'field' ? 'a boat' : 'a lighthouse', size: '32x32' }, [['image[]', await square(change === 'file' ? 'blue' : 'red'), 'base.png', 'image/png']]),
+  },
+  {
+    path: '/v1/audio/transcriptions',
+    form: async (change) => formOf({ model: 'whisper-1', ...(change === 'field' ? { language: 'fr' } : {}) }, [['file', wav(0.2, 16_000, change === 'file' ? 880 : 440), 'speech.wav', 'audio/wav']]),
+  },
+];
 
 async function taskCount(srv: TestServer, token: string): Promise<number> {
   const res = await srv.fetch('/v1/tasks?limit=200', { token });
@@ -49,6 +86,29 @@ function idempotencyChecks(servers: () => { a: TestServer; b: TestServer } | und
     assert.equal(((await other.json()) as Json).error.code, 'idempotency_key_reused');
     assert.equal((await submit(s.b, await s.a.tokenFor('someone-else'), 'k', { ...BODY, prompt: 'a boat' })).status, 200);
   });
+
+  for (const route of FORM_ROUTES) {
+    it(`${route.path}: a multipart retry replays only when every part is the same, file bytes included`, async (t) => {
+      const s = servers();
+      if (!s) return t.skip(skipped());
+      const token = await s.a.tokenFor(`form-${route.path.replaceAll('/', '-')}`);
+      const send = async (srv: TestServer, change?: 'file' | 'field') => srv.fetch(route.path, { method: 'POST', token, body: await route.form(change), headers: { 'idempotency-key': 'form-1', ...route.headers } });
+      const first = await send(s.a);
+      const body = await first.text();
+      assert.equal(first.status, 200, body);
+      const again = await send(s.b);
+      assert.equal(again.status, 200);
+      assert.equal(again.headers.get('idempotent-replayed'), 'true');
+      assert.equal(await again.text(), body);
+      for (const change of ['file', 'field'] as const) {
+        const other = await send(s.b, change);
+        assert.equal(other.status, 422, `another ${change}: ${other.status}`);
+        // The upload answers in its envelope, which names no code: its message does.
+        const answer: Json = await other.json();
+        assert.match(answer.error?.code ?? answer.message, /idempotency_key_reused|Idempotency-Key was used with another body/);
+      }
+    });
+  }
 
   it('a sync retry while the first call still waits joins its task and answers as it does', async (t) => {
     const s = servers();

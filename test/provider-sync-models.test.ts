@@ -82,6 +82,9 @@ describe('embeddings, transcription and rerank adapters', () => {
     const refused = await srv.fetch('/v1/embeddings', { method: 'POST', token, json: { model: 'text-embedding-3-small', input: 'x' } });
     assert.equal(refused.status, 400);
     assert.match(((await refused.json()) as Json).error.message, /bad input/);
+    // The upstream refused a call that ran: an error in the ledger, not a refusal of the gateway.
+    const ledger: Json = await (await srv.fetch('/admin/requests?user_id=sam&limit=200', { token: srv.adminToken })).json();
+    assert.equal(ledger.data.find((r: Json) => r.request_id === refused.headers.get('x-request-id'))?.status, 'error');
     openai.inject('POST', '/embeddings', { status: 500, body: { error: { message: 'boom' } } });
     const failed = await srv.fetch('/v1/embeddings', { method: 'POST', token, json: { model: 'text-embedding-3-small', input: 'x' } });
     assert.equal(failed.status, 502);

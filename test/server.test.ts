@@ -91,6 +91,21 @@ describe('HTTP server', () => {
     assert.equal(error.param, 'color');
   });
 
+  it('answers a write sent no body where its route wants one with 400 naming body, on every route', async () => {
+    const token = await srv.tokenFor('no-body');
+    const doc = (await (await srv.fetch('/openapi.json')).json()) as { paths: Record<string, Record<string, { requestBody?: { required?: boolean } }>> };
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.entries(ops).filter(([, op]) => op.requestBody?.required).map(([method]) => ({ method: method.toUpperCase(), path })));
+    assert.ok(routes.some((r) => r.path === '/v1/images/edits'), 'the listing finds the routes');
+    for (const route of routes) {
+      const what = `${route.method} ${route.path}`;
+      const res = await srv.fetch(route.path.replace(/\{\w+\}/g, 'x'), { method: route.method, token: route.path.startsWith('/admin/') ? srv.adminToken : token });
+      const { error } = (await res.json()) as { error: { param?: string | null; details?: { param?: string } } };
+      assert.equal(res.status, 400, `${what}: ${res.status} ${JSON.stringify(error)}`);
+      // The asset registry names the field in details.
+      assert.equal(error.param ?? error.details?.param, 'body', `${what}: ${JSON.stringify(error)}`);
+    }
+  });
+
   it('echoes a given request id and makes one up otherwise', async () => {
     let res = await srv.fetch('/healthz', { headers: { 'x-request-id': 'abc-123' } });
     assert.equal(res.headers.get('x-request-id'), 'abc-123');

@@ -70,3 +70,46 @@ describe('task lists and the usage ledger', () => {
     assert.deepEqual(kept.rows.map((r: Json) => [r.key, r.tasks]), [['gpt-image-1', 2], ['seedream-4.0', 3]], 'whole days come from the daily sums');
   });
 });
+
+describe('refused requests in the usage ledger', () => {
+  let srv: TestServer;
+  let token: string;
+  const long = 'm'.repeat(70_000);
+  const rows = async (query: string): Promise<Json[]> => ((await (await srv.fetch(`/admin/requests?${query}`, { token: srv.adminToken })).json()) as Json).data;
+
+  before(async () => {
+    srv = await startTestServer();
+    token = await srv.tokenFor('refused');
+    const generate = (body: Json, as = token) => srv.fetch('/v1/images/generations', { method: 'POST', token: as, json: body, headers: { 'x-async': '1' } });
+    assert.equal((await generate({ model: '../../etc/passwd', prompt: 'sea' })).status, 404);
+    assert.equal((await generate({ model: long, prompt: 'sea' })).status, 404);
+    assert.equal((await generate({ model: 'seedream-4.0', prompt: 'sea', n: 0 })).status, 400);
+    const malformed = await srv.fetch('/v1/images/generations', { method: 'POST', token, headers: { 'content-type': 'application/json' }, body: '{"model": "seedream-4.0",' });
+    assert.equal(malformed.status, 400);
+    assert.equal((await generate({ model: 'seedream-4.0', prompt: 'sea' }, 'gg-not-a-token')).status, 401);
+  });
+  after(() => srv.close());
+
+  it('keeps a refused request\'s model only when it names a catalog model, never the caller\'s text', async () => {
+    const refused = await rows('user_id=refused');
+    assert.deepEqual(refused.map((r) => [r.status, r.http_status, r.model]).sort(), [
+      ['refused', 400, null],
+      ['refused', 400, 'seedream-4.0'],
+      ['refused', 404, null],
+      ['refused', 404, null],
+    ]);
+    assert.ok(refused.every((r) => r.endpoint === '/v1/images/generations' && r.token_id !== null && r.cost === 0));
+  });
+
+  it('ledgers a request refused for its token (401) with no user, token or model', async () => {
+    const unknown = (await rows('status=refused')).filter((r) => r.http_status === 401);
+    assert.deepEqual(unknown.map((r) => [r.user_id, r.token_id, r.model, r.endpoint]), [['', null, null, '/v1/images/generations']]);
+  });
+
+  it('groups usage by model without the caller\'s text', async () => {
+    const text = JSON.stringify(await (await srv.fetch('/admin/usage?group_by=model', { token: srv.adminToken })).json());
+    assert.ok(!text.includes('etc/passwd') && !text.includes(long.slice(0, 100)), text.slice(0, 300));
+    const own: Json = await (await srv.fetch('/v1/usage?group_by=model', { token })).json();
+    assert.deepEqual(own.rows.map((r: Json) => [r.key, r.requests, r.errors]), [['', 3, 3], ['seedream-4.0', 1, 1]]);
+  });
+});

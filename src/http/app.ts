@@ -13,6 +13,7 @@ import { registerMetrics } from './plugins/metrics.ts';
 import { registerTracing } from './plugins/tracing.ts';
 import { tracingEnabled } from '../telemetry/tracing.ts';
 import { registerAdmission } from './plugins/admission.ts';
+import { registerBodyChecks } from './plugins/body-checks.ts';
 import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminChannelRoutes } from './routes/admin-channels.ts';
@@ -117,7 +118,9 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     return app;
   }
   registerAuth(app, services.tokens);
+  // After admission: a refused body still counts against the caller's rate, and is in the ledger.
   registerAdmission(app, services);
+  registerBodyChecks(app);
 
   await app.register(multipart, {
     limits: {

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { pipeline, Transform, type Readable } from 'node:stream';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ApiError } from '../core/errors.ts';
 import type { IdempotencyRepo, IdempotencyScope } from '../storage/repos/idempotency-repo.ts';
@@ -28,6 +29,52 @@ export function idempotencyKeyOf(header: string | string[] | undefined): string 
 /** The hash a retry's body is compared with. */
 export function bodyHashOf(body: unknown): string {
   return createHash('sha256').update(body === undefined ? '' : JSON.stringify(body)).digest('hex');
+}
+
+/**
+ * The hash of a multipart body, taken while its parts are read: every part in order, with its
+ * name, its content type, its file name and the digest of its value or bytes. File bytes are
+ * hashed as they stream by, never held. The boundary (a client's pick for each request) is not in it.
+ */
+export class FormFingerprint {
+  private readonly parts: Promise<string>[] = [];
+
+  field(name: string, mimeType: string, value: unknown): void {
+    const digest = createHash('sha256').update(typeof value === 'string' ? value : JSON.stringify(value)).digest('hex');
+    this.parts.push(Promise.resolve(JSON.stringify(['field', name, mimeType, digest])));
+  }
+
+  /** The file's bytes to read in place of `bytes`: the same bytes, hashed on their way through. */
+  file(name: string, fileName: string, mimeType: string, bytes: Readable): Readable {
+    const hash = createHash('sha256');
+    const tap = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        hash.update(chunk);
+        done(null, chunk);
+      },
+    });
+    const part = new Promise<string>((resolve, reject) => {
+      pipeline(bytes, tap, (err) => (err ? reject(err) : resolve(JSON.stringify(['file', name, mimeType, fileName, hash.digest('hex')]))));
+    });
+    // A part the reader gave up on fails the digest, if it is ever asked for; never an unhandled rejection.
+    part.catch(() => undefined);
+    this.parts.push(part);
+    return tap;
+  }
+
+  /** The body's hash, once every part has been read through. */
+  async digest(): Promise<string> {
+    const hash = createHash('sha256');
+    for (const part of await Promise.all(this.parts)) hash.update(`${part}\n`);
+    return hash.digest('hex');
+  }
+}
+
+/** Raised where a call learns, once its body is read, that it repeats an earlier call: the earlier answer is sent instead of its own. */
+export class IdempotentReplay extends Error {
+  constructor(readonly answer: Extract<IdempotentStart, { kind: 'replay' }>) {
+    super('the answer of an earlier call under the same Idempotency-Key');
+  }
 }
 
 /**

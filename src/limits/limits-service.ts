@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import { ApiError } from '../core/errors.ts';
+import { ApiError, UpstreamApiError } from '../core/errors.ts';
 import type { Principal } from '../auth/tokens.ts';
 import type { LimitsRepo } from '../storage/repos/limits-repo.ts';
 import type { UsageRepo } from '../storage/repos/usage-repo.ts';
@@ -11,8 +11,9 @@ import type { LimitCounters, RateState, Settlement, SubjectLimits } from './coun
 import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
 import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption, type ModelPricing } from './pricing.ts';
 
-/** What limits and the ledger need of a model: its provider and prices. */
+/** What limits and the ledger need of a model: its alias, its provider and prices. */
 export interface ModelInfo {
+  alias: string;
   provider: string | undefined;
   pricing: ModelPricing | undefined;
 }
@@ -21,7 +22,8 @@ export interface LimitsServiceOptions {
   counters: LimitCounters;
   /** True when the counters are shared (Redis): settlements are then marked once they are applied. */
   shared: boolean;
-  modelInfo(alias: string): ModelInfo;
+  /** The model a name stands for (a catalog alias or a workflow), or undefined: the ledger never keeps a caller's text as a model. */
+  modelInfo(name: string): ModelInfo | undefined;
   /** How long a task slot or a credit hold lasts when nobody settles it (its holder died). */
   holdMs: number;
   logger: Logger;
@@ -71,9 +73,57 @@ function settles(s: SubjectLimits): boolean {
   return s.tpm > 0 || s.concurrent > 0 || s.credits >= 0;
 }
 
-/** The ledger's status of a call that made no task. */
-function callStatus(httpStatus: number): string {
-  return httpStatus < 400 ? 'success' : 'error';
+/** Answers of the gateway that turn a call away before anything ran. */
+const REFUSALS = new Set([400, 401, 404, 413]);
+
+/** The ledger's status of a call that made no task: `refused` when the gateway, not an upstream, turned it away. */
+function callStatus(httpStatus: number, upstreamFailed: boolean): string {
+  if (httpStatus < 400) return 'success';
+  return REFUSALS.has(httpStatus) && !upstreamFailed ? 'refused' : 'error';
+}
+
+/** A call's ledger row; what only a call that ran has (usage, cost, reservation) defaults to none. */
+function callRow(call: {
+  id: string;
+  startedAt: number;
+  finishedAt: number;
+  principal: Principal | null;
+  endpoint: string;
+  model: string | undefined;
+  provider: string | undefined;
+  channel: string | undefined;
+  status: string;
+  httpStatus: number;
+  inputTokens?: number;
+  outputTokens?: number;
+  cost?: number;
+  reserved?: number;
+  countersApplied?: number;
+}): UsageLedgerRow {
+  return {
+    id: call.id,
+    kind: 'request',
+    created_at: call.startedAt,
+    finished_at: call.finishedAt,
+    // '' when the caller is not known (a refused token).
+    user_id: call.principal?.userId ?? '',
+    token_id: call.principal && !call.principal.isAdmin ? call.principal.tokenId : null,
+    endpoint: call.endpoint.slice('POST '.length),
+    model: call.model ?? null,
+    provider: call.provider ?? null,
+    channel: call.channel ?? null,
+    status: call.status,
+    http_status: call.httpStatus,
+    input_tokens: call.inputTokens ?? 0,
+    output_tokens: call.outputTokens ?? 0,
+    outputs: 0,
+    cost: call.cost ?? 0,
+    reserved: call.reserved ?? 0,
+    latency_ms: call.finishedAt - call.startedAt,
+    request_id: call.id,
+    task_id: null,
+    counters_applied: call.countersApplied ?? 1,
+  };
 }
 
 /**
@@ -84,6 +134,7 @@ export class Admission implements TaskAdmission {
   inputTokens = 0;
   outputTokens = 0;
   private usageReported = false;
+  private upstreamFailed = false;
   private taskSlot = false;
   /** Set once the call's task exists: the task settles at its own end. */
   private handedTo: string | undefined;
@@ -129,12 +180,17 @@ export class Admission implements TaskAdmission {
     this.handedTo = taskId;
   }
 
+  /** The error the call answers with: an upstream's refusal is not the gateway's. */
+  failedWith(err: unknown): void {
+    if (err instanceof UpstreamApiError) this.upstreamFailed = true;
+  }
+
   /** The call ended (answered, failed or cut off): settles it unless its task will. */
   async end(httpStatus: number, provider: string | undefined, channel: string | undefined): Promise<void> {
     if (this.settled || this.handedTo !== undefined) return;
     this.settled = true;
     const tokensDelta = this.usageReported ? this.inputTokens + this.outputTokens - this.tokensEstimated : 0;
-    await this.service.settleCall(this, httpStatus, provider, channel, tokensDelta, this.taskSlot);
+    await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, provider, channel, tokensDelta, this.taskSlot);
   }
 }
 
@@ -230,11 +286,12 @@ export class LimitsService {
    */
   async admit(principal: Principal, requestId: string, call: CallInfo): Promise<Admission> {
     const now = this.now();
-    const model = typeof call.body?.model === 'string' ? call.body.model : undefined;
+    const info = this.modelNamed(call.body);
+    const model = info?.alias;
     for (;;) {
       const limits = await this.limitsOf(principal);
       const subjects = this.subjectsOf(limits, principal.isAdmin ? null : principal.tokenId, principal.userId, now);
-      const pricing = model === undefined || subjects.length === 0 ? undefined : this.opts.modelInfo(model).pricing;
+      const pricing = subjects.length === 0 ? undefined : info?.pricing;
       const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
       const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
       const outcome = await this.counters.admit({ id: requestId, generation: limits.generation, subjects, tokens, credits, holdMs: this.holdMs });
@@ -249,10 +306,14 @@ export class LimitsService {
     }
   }
 
+  /** The catalog model (or workflow) a body's `model` names, if it names one. */
+  private modelNamed(body: Record<string, unknown> | undefined): ModelInfo | undefined {
+    return typeof body?.model === 'string' ? this.opts.modelInfo(body.model) : undefined;
+  }
+
   /** Settles a call that made no task: counters first, then its ledger row. */
-  async settleCall(admission: Admission, httpStatus: number, provider: string | undefined, channel: string | undefined, tokensDelta: number, taskSlot: boolean): Promise<void> {
+  async settleCall(admission: Admission, status: string, httpStatus: number, provider: string | undefined, channel: string | undefined, tokensDelta: number, taskSlot: boolean): Promise<void> {
     const info = admission.model === undefined ? undefined : this.opts.modelInfo(admission.model);
-    const status = callStatus(httpStatus);
     const used: Consumption = { inputTokens: admission.inputTokens, outputTokens: admission.outputTokens, images: 0, seconds: 0, characters: 0 };
     const cost = status === 'success' ? costOf(info?.pricing, used) : 0;
     let applied = 1;
@@ -266,30 +327,40 @@ export class LimitsService {
     }
     // Only POST calls are billable work; reads are counted by the request rate alone.
     if (!admission.endpoint.startsWith('POST ')) return;
-    const finished = this.now();
-    await this.usage.recordCall({
+    await this.writeCallRow(callRow({
       id: admission.id,
-      kind: 'request',
-      created_at: admission.startedAt,
-      finished_at: finished,
-      user_id: admission.principal.userId,
-      token_id: admission.tokenId,
-      endpoint: admission.endpoint.slice('POST '.length),
-      model: admission.model ?? null,
-      provider: provider ?? info?.provider ?? null,
-      channel: channel ?? null,
+      startedAt: admission.startedAt,
+      finishedAt: this.now(),
+      principal: admission.principal,
+      endpoint: admission.endpoint,
+      model: admission.model,
+      provider: provider ?? info?.provider,
+      channel,
       status,
-      http_status: httpStatus,
-      input_tokens: admission.inputTokens,
-      output_tokens: admission.outputTokens,
-      outputs: 0,
+      httpStatus,
+      inputTokens: admission.inputTokens,
+      outputTokens: admission.outputTokens,
       cost,
       reserved: admission.reserved,
-      latency_ms: finished - admission.startedAt,
-      request_id: admission.id,
-      task_id: null,
-      counters_applied: applied,
-    }).catch((err: unknown) => this.opts.logger.error({ err, requestId: admission.id }, 'writing a ledger row failed'));
+      countersApplied: applied,
+    }));
+  }
+
+  /**
+   * Ledgers a POST the gateway turned away before admitting it (a refused token, a body that is
+   * not JSON, a malformed Idempotency-Key), with the model its body names when that is one of
+   * ours; any other answer given there (429, a replay) leaves no row.
+   */
+  async recordRefusal(call: { id: string; endpoint: string; latencyMs: number; principal: Principal | null; body: Record<string, unknown> | undefined; httpStatus: number }): Promise<void> {
+    if (!call.endpoint.startsWith('POST ') || !REFUSALS.has(call.httpStatus)) return;
+    const info = this.modelNamed(call.body);
+    const finishedAt = this.now();
+    const { id, endpoint, principal, httpStatus } = call;
+    await this.writeCallRow(callRow({ id, endpoint, principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+  }
+
+  private writeCallRow(row: UsageLedgerRow): Promise<void> {
+    return this.usage.recordCall(row).catch((err: unknown) => this.opts.logger.error({ err, requestId: row.id }, 'writing a ledger row failed'));
   }
 
   /**
@@ -312,8 +383,8 @@ export class LimitsService {
       characters: task.endpoint.includes('speech') ? charactersOf(input) : 0,
     };
     const success = ending.status === 'success';
-    const cost = success ? costOf(info.pricing, used) : 0;
-    if (success && info.pricing && result.billings?.length) {
+    const cost = success ? costOf(info?.pricing, used) : 0;
+    if (success && info?.pricing && result.billings?.length) {
       result.billings = result.billings.map((b, i) => ({ ...b, billing_params: { ...b.billing_params, cost: i === 0 ? cost / 1_000_000 : 0 } }));
     }
     const routing = (result as { routing?: { provider?: string; channel?: string } }).routing;
@@ -409,8 +480,8 @@ export class LimitsService {
     return parseLimits(await this.repo.userLimits(userId));
   }
 
-  async updateUser(userId: string, patch: LimitsPatch | null): Promise<Limits | undefined> {
-    const limits = patch === null ? undefined : applyPatch(await this.userLimits(userId), patch);
+  async updateUser(userId: string, patch: LimitsPatch): Promise<Limits | undefined> {
+    const limits = applyPatch(await this.userLimits(userId), patch);
     await this.repo.setUser(userId, limits ? JSON.stringify(limits) : null, this.now());
     this.limitsChangedTo(await this.counters.limitsChanged());
     if (limits) await this.seed('user', userId, limits);

@@ -1,4 +1,4 @@
-import { ApiError } from '../core/errors.ts';
+import { ApiError, UpstreamApiError } from '../core/errors.ts';
 import { UpstreamError, type UpstreamClient, type UpstreamRequest, type UpstreamResponse } from './upstream-client.ts';
 
 /**
@@ -16,7 +16,8 @@ export async function syncRequest(client: UpstreamClient, request: UpstreamReque
     const status = err.status;
     if (status === undefined) throw new ApiError(/timed out/.test(err.message) ? 'upstream_timeout' : 'upstream_error', what);
     if (status === 429) throw new ApiError('rate_limited', what, null, {}, { 'retry-after': '1' });
-    if (status === 400 || status === 422) throw new ApiError('invalid_request', what);
+    // An upstream's refusal: the ledger tells it from the gateway's own (limits/limits-service.ts).
+    if (status === 400 || status === 422) throw new UpstreamApiError('invalid_request', what, status);
     throw new ApiError('upstream_error', what);
   }
 }

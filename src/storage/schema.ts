@@ -63,13 +63,15 @@ export interface UsageLedgerRow {
   /** When the call began (the task was submitted): the day and credit period it counts in. */
   created_at: number;
   finished_at: number;
+  /** '' for a call refused before its caller was known (an unknown token). */
   user_id: string;
   token_id: string | null;
   endpoint: string;
+  /** A catalog alias or workflow name; null when the call named none (never the caller's text). */
   model: string | null;
   provider: string | null;
   channel: string | null;
-  /** The task's terminal status, or success / error for a call. */
+  /** The task's terminal status, or success / error / refused (turned away before anything ran) for a call. */
   status: string;
   http_status: number | null;
   input_tokens: number;

@@ -1,8 +1,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { Admission, LimitsService } from '../../limits/limits-service.ts';
 import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
-import { bodyHashOf, idempotencyKeyOf, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
+import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -23,6 +24,32 @@ function headerText(reply: FastifyReply, name: string): string | undefined {
   return typeof value === 'string' ? value : undefined;
 }
 
+/** Sends the kept answer of the first call under a key. */
+export function sendReplay(reply: FastifyReply, answer: IdempotentReplay['answer']): FastifyReply {
+  reply.code(answer.status).header('idempotent-replayed', 'true');
+  if (answer.contentType) reply.type(answer.contentType);
+  return reply.send(answer.body);
+}
+
+/**
+ * The parts of a multipart body as the route reads them, fingerprinted on the way (file parts
+ * through a hashing stream that keeps their `truncated` flag); after the last part, `claim` takes
+ * the fingerprint, before the route creates anything.
+ */
+async function* fingerprinted(parts: AsyncIterableIterator<Multipart>, claim: (hash: string) => Promise<void>): AsyncGenerator<Multipart> {
+  const fingerprint = new FormFingerprint();
+  for await (const part of parts) {
+    if (part.type === 'field') fingerprint.field(part.fieldname, part.mimetype, part.value);
+    else {
+      const source = part.file;
+      const hashed = fingerprint.file(part.fieldname, part.filename, part.mimetype, source);
+      part.file = Object.defineProperty(hashed, 'truncated', { get: () => source.truncated }) as MultipartFile['file'];
+    }
+    yield part;
+  }
+  await claim(await fingerprint.digest());
+}
+
 function bodyObject(request: FastifyRequest): Record<string, unknown> | undefined {
   const body = request.body;
   return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -32,7 +59,9 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> | undefine
  * Admission, the one pipeline every API call passes after auth: the idempotency key (a retry
  * replays the first answer), then the caller's limits (429, or what the call holds), then the
  * route. When the answer ends (sent, failed, or cut off by the client) the call is settled once,
- * unless it created a task, which settles at its own end.
+ * unless it created a task, which settles at its own end. A multipart body is streamed by its
+ * route, so its key is claimed when the route has read the last part (request.parts() is wrapped
+ * to fingerprint them); a replay found then is raised as IdempotentReplay and sent by the error handler.
  */
 export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
   app.decorateRequest('admission', null);
@@ -47,13 +76,21 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
     if (request.method === 'POST') {
       const key = idempotencyKeyOf(request.headers['idempotency-key']);
       if (key !== undefined) {
-        const start = await deps.idempotency.start(principal.userId, endpoint, key, bodyHashOf(request.body));
-        if (start.kind === 'replay') {
-          reply.code(start.status).header('idempotent-replayed', 'true');
-          if (start.contentType) reply.type(start.contentType);
-          return reply.send(start.body);
+        const claim = async (hash: string): Promise<IdempotentStart> => {
+          const start = await deps.idempotency.start(principal.userId, endpoint, key, hash);
+          if (start.kind === 'first') request.idempotent = start;
+          return start;
+        };
+        if (request.isMultipart()) {
+          const parts = request.parts.bind(request);
+          request.parts = (options) => fingerprinted(parts(options), async (hash) => {
+            const start = await claim(hash);
+            if (start.kind === 'replay') throw new IdempotentReplay(start);
+          });
+        } else {
+          const start = await claim(bodyHashOf(request.body));
+          if (start.kind === 'replay') return sendReplay(reply, start);
         }
-        request.idempotent = start;
       }
     }
     const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
@@ -70,6 +107,21 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
         void deps.idempotency.finish(held.at, held.createdAt, reply.raw.statusCode, null, undefined).catch((err: unknown) => request.log.warn({ err }, 'freeing an idempotency key failed'));
       }
     });
+  });
+
+  app.addHook('onError', (request, _reply, error, done) => {
+    request.admission?.failedWith(error);
+    done();
+  });
+
+  // A call turned away before admission (a refused token, a body that is not JSON, a malformed
+  // key) has a ledger row all the same.
+  app.addHook('onResponse', (request, reply, done) => {
+    const url = request.routeOptions.url;
+    if (!request.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
+      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.principal, body: bodyObject(request), httpStatus: reply.statusCode });
+    }
+    done();
   });
 
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.

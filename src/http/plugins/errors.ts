@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorShape } from '../../core/errors.ts';
+import { IdempotentReplay } from '../../limits/idempotency.ts';
+import { sendReplay } from './admission.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -33,7 +35,8 @@ function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
     const param = fieldPath(first.instancePath, String(first.params.additionalProperty));
     error = new ApiError('unsupported_parameter', `${param} is not a supported parameter`, param);
   } else {
-    const param = fieldPath(first.instancePath) || null;
+    // A fault of the whole body (not an object, none at all) names the body.
+    const param = fieldPath(first.instancePath) || (context === 'body' ? 'body' : null);
     const allowed = first.keyword === 'enum' ? `: one of ${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` : '';
     const where = param ?? (context === 'body' ? 'request body' : context);
     error = new ApiError('invalid_parameter', `${where} ${first.message ?? 'is invalid'}${allowed}`, param);
@@ -54,8 +57,9 @@ export function toApiError(err: FastifyError, shape: ErrorShape): ApiError {
   if (err.validation) return fromValidation(err, shape);
   switch (err.code) {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
       return new ApiError('invalid_json', `request body is not valid JSON: ${err.message}`);
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return new ApiError('invalid_json', 'the body is empty though its Content-Type is JSON', 'body');
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
       return new ApiError('request_too_large', 'request body is too large');
     case 'FST_REQ_FILE_TOO_LARGE':
@@ -95,6 +99,8 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, error: A
 /** The only place errors become bodies. */
 export function registerErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((err: FastifyError, request, reply) => {
+    // Not an error: a multipart call that repeats an earlier one, found once its route read the body.
+    if (err instanceof IdempotentReplay) return sendReplay(reply, err.answer);
     const error = toApiError(err, errorShapeOf(request));
     if (error.status >= 500) request.log.error({ err }, 'request failed');
     return sendError(request, reply, error);

@@ -30,11 +30,11 @@ export const adminChannelRoutes = (services: AppServices): FastifyPluginAsyncTyp
       summary: 'Take a channel out of rotation until it is enabled again (kept across restarts, for every instance)',
       security,
       params: ChannelParams,
-      body: Type.Optional(Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, { additionalProperties: false })),
+      body: Type.Object({ reason: Type.Optional(Type.String({ minLength: 1, maxLength: 500 })) }, { additionalProperties: false }),
       response: { 200: ChannelView },
     },
   }, async (request) => {
-    const channel = await services.routing.disable(request.params.provider, request.params.name, request.body?.reason ?? 'disabled by an administrator');
+    const channel = await services.routing.disable(request.params.provider, request.params.name, request.body.reason ?? 'disabled by an administrator');
     return services.routing.view(channel);
   });
 

@@ -12,7 +12,7 @@ const UsageRow = Type.Object({
   input_tokens: Type.Integer(),
   output_tokens: Type.Integer(),
   cost: Type.Number({ description: 'credits' }),
-  errors: Type.Integer({ description: 'failed or rejected tasks and calls answered with an error' }),
+  errors: Type.Integer({ description: 'failed or rejected tasks and calls answered with an error (refused ones included)' }),
 });
 const UsageAnswer = Type.Object({ rows: Type.Array(UsageRow) });
 const page = {
@@ -50,13 +50,13 @@ const LedgerEntry = Type.Object({
   kind: Type.String({ description: 'task, or request for a call that made no task' }),
   created_at: Type.String(),
   finished_at: Type.String(),
-  user_id: Type.String(),
+  user_id: Type.String({ description: '"" for a call refused before its caller was known (an unknown token)' }),
   token_id: Type.Union([Type.String(), Type.Null()]),
   endpoint: Type.String(),
-  model: Type.Union([Type.String(), Type.Null()]),
+  model: Type.Union([Type.String(), Type.Null()], { description: 'a catalog alias or workflow name; null when the call named none' }),
   provider: Type.Union([Type.String(), Type.Null()]),
   channel: Type.Union([Type.String(), Type.Null()]),
-  status: Type.String(),
+  status: Type.String({ description: 'a task\'s terminal status; for a call success, error, or refused (turned away before anything ran)' }),
   http_status: Type.Union([Type.Integer(), Type.Null()]),
   input_tokens: Type.Integer(),
   output_tokens: Type.Integer(),
@@ -135,7 +135,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       summary: 'Set a user\'s limits (for all its tokens together); a null limit removes it',
       security,
       params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) }),
-      body: Type.Union([LimitsPatch, Type.Null()]),
+      body: LimitsPatch,
       response: { 200: Type.Object({ user_id: Type.String(), limits: LimitsView }) },
     },
   }, async (request) => ({ user_id: request.params.id, limits: (await services.limits.updateUser(request.params.id, request.body)) ?? {} }));

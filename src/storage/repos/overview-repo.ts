@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import type { Db } from '../db.ts';
+import { ERROR_STATUSES } from './usage-repo.ts';
 
 /** Sums of the usage ledger over a time window; cost in micro-credits. */
 export interface WindowSums {
@@ -9,9 +10,6 @@ export interface WindowSums {
   /** Mean latency of the window's rows; null when it had none or it is not kept for the window. */
   latency_ms_avg: number | null;
 }
-
-/** Ledger statuses that count as errors (the same set as the usage aggregate's). */
-const ERROR_STATUSES = ['failed', 'rejected', 'error'];
 
 /** The console's overview: ledger sums over recent windows and tasks by status, each one bounded query. */
 export class OverviewRepo {

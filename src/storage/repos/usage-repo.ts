@@ -48,7 +48,8 @@ export interface Cursor {
   id: string;
 }
 
-const ERROR_STATUSES = ['failed', 'rejected', 'error'];
+/** Ledger statuses that count as errors: in the usage aggregate and the console's overview. */
+export const ERROR_STATUSES = ['failed', 'rejected', 'error', 'refused'];
 const DAY_MS = 86_400_000;
 /** Rows a retention pass deletes per statement: short transactions that never stall writers. */
 const RETENTION_BATCH = 5000;
