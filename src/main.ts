@@ -108,9 +108,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
 
   // With REDIS_URL the instances of a deployment share the queue and every bus message. The Redis
   // clients (ioredis, BullMQ: some 20 MB of memory) are loaded only then.
-  const bus: EventBus = settings.redisUrl
-    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: logger.child({ component: 'bus' }) })
-    : new InProcessEventBus();
+  const redisBus = settings.redisUrl
+    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: logger.child({ component: 'bus' }) })
+    : undefined;
+  const bus: EventBus = redisBus ?? new InProcessEventBus();
   bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));
   const tasksRepo = new TasksRepo(db);
   const queueLogger = logger.child({ component: 'queue' });
@@ -128,7 +129,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const usageRepo = new UsageRepo(db);
   const limits = new LimitsService(new LimitsRepo(db), usageRepo, bus, {
     counters: settings.redisUrl
-      ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: limitsLogger })
+      ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: limitsLogger })
       : new MemoryLimitCounters(),
     shared: settings.redisUrl !== undefined,
     modelInfo: (alias) => ({ provider: catalog.find(alias)?.providerCode, pricing: settings.config.models?.[alias]?.pricing }),
