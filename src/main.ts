@@ -117,7 +117,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const queueLogger = logger.child({ component: 'queue' });
   const heartbeat = { intervalMs: settings.workerHeartbeatMs, ttlMs: settings.workerHeartbeatTtlMs };
   const queue: TaskQueue = settings.redisUrl
-    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, heartbeat, logger: queueLogger })
+    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, instanceId: settings.instanceId, heartbeat, logger: queueLogger })
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, liveness: db.dialect === 'sqlite' ? { sole: true } : { sole: false, ...heartbeat }, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
