@@ -190,7 +190,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
-  const services: AppServices = { limits, idempotency, usage,
+  const services: AppServices = { limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };
