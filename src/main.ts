@@ -108,15 +108,16 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
 
   // With REDIS_URL the instances of a deployment share the queue and every bus message. The Redis
   // clients (ioredis, BullMQ: some 20 MB of memory) are loaded only then.
-  const bus: EventBus = settings.redisUrl
-    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: logger.child({ component: 'bus' }) })
-    : new InProcessEventBus();
+  const redisBus = settings.redisUrl
+    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: logger.child({ component: 'bus' }) })
+    : undefined;
+  const bus: EventBus = redisBus ?? new InProcessEventBus();
   bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));
   const tasksRepo = new TasksRepo(db);
   const queueLogger = logger.child({ component: 'queue' });
   const heartbeat = { intervalMs: settings.workerHeartbeatMs, ttlMs: settings.workerHeartbeatTtlMs };
   const queue: TaskQueue = settings.redisUrl
-    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, instanceId: settings.instanceId, heartbeat, logger: queueLogger })
+    ? new (await import('./tasks/bullmq-task-queue.ts')).BullMqTaskQueue(tasksRepo, { redisUrl: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, instanceId: settings.instanceId, heartbeat, logger: queueLogger })
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, liveness: db.dialect === 'sqlite' ? { sole: true } : { sole: false, ...heartbeat }, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
@@ -130,7 +131,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const usageRepo = new UsageRepo(db);
   const limits = new LimitsService(new LimitsRepo(db), usageRepo, bus, {
     counters: settings.redisUrl
-      ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, logger: limitsLogger })
+      ? await (await import('./limits/redis-counters.ts')).RedisLimitCounters.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: limitsLogger })
       : new MemoryLimitCounters(),
     shared: settings.redisUrl !== undefined,
     modelInfo: (name) => {
@@ -193,7 +194,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
-  const services: AppServices = { limits, idempotency, usage,
+  const services: AppServices = { limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };

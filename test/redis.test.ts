@@ -112,9 +112,9 @@ describe('Redis mode', () => {
     cleanups.push(found.cleanup);
     const logger = pino({ level: 'silent' });
     const prefix = found.env.REDIS_PREFIX!;
-    const a = await RedisEventBus.connect({ url: REDIS_URL, prefix, logger });
-    const b = await RedisEventBus.connect({ url: REDIS_URL, prefix, logger });
-    const other = await RedisEventBus.connect({ url: REDIS_URL, prefix: `${prefix}-other`, logger });
+    const a = await RedisEventBus.connect({ url: REDIS_URL, prefix, timeoutMs: 1000, logger });
+    const b = await RedisEventBus.connect({ url: REDIS_URL, prefix, timeoutMs: 1000, logger });
+    const other = await RedisEventBus.connect({ url: REDIS_URL, prefix: `${prefix}-other`, timeoutMs: 1000, logger });
     try {
       const got = { a: [] as unknown[], b: [] as unknown[], other: [] as unknown[] };
       a.subscribe('task.cancel', (m) => got.a.push(m));

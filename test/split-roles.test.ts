@@ -139,7 +139,7 @@ describe('api and worker instances with separate DATA_DIRs on PostgreSQL, Redis 
   test('the worker answers /healthz and /metrics and nothing else', async () => {
     const health = await fetch(`${worker.url}/healthz`);
     assert.equal(health.status, 200);
-    assert.deepEqual(await health.json(), { status: 'ok', database: 'postgres' });
+    assert.deepEqual(await health.json(), { status: 'ok', database: 'postgres', redis: 'ok' });
     const metrics = await fetch(`${worker.url}/metrics`);
     assert.equal(metrics.status, 200);
     assert.match(await metrics.text(), /^gengate_process_cpu_seconds_total/m);

@@ -164,6 +164,8 @@ export interface Settings {
   workerHeartbeatTtlMs: number;
   /** Prefix of every Redis key and channel, so deployments (and tests) can share one Redis. */
   redisPrefix: string;
+  /** REDIS_TIMEOUT_MS: the longest a call waits for Redis (a command, a connection attempt) before it goes on without it. */
+  redisTimeoutMs: number;
   /** session.challenge.timeoutMs: the whole realtime handshake must finish within it. */
   realtimeHandshakeTimeoutMs: number;
   /** Interval of realtime heartbeats; a connection that misses one is dropped. */
@@ -312,6 +314,7 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     workerHeartbeatMs,
     workerHeartbeatTtlMs,
     redisPrefix: env.REDIS_PREFIX || 'gengate',
+    redisTimeoutMs: intSetting(env, 'REDIS_TIMEOUT_MS', 1000, 10),
     realtimeHandshakeTimeoutMs: intSetting(env, 'REALTIME_HANDSHAKE_TIMEOUT_MS', 10_000, 1),
     realtimeHeartbeatMs: intSetting(env, 'REALTIME_HEARTBEAT_MS', 30_000, 10),
     callbackHistoryMs: intSetting(env, 'CALLBACK_HISTORY_MS', 7 * 24 * 60 * 60 * 1000, 1),

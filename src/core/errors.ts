@@ -75,6 +75,8 @@ export const ERROR_CODES = {
   task_failed: 502,
   upstream_error: 502,
   upstream_timeout: 504,
+  // A shared service (Redis) did not answer in time; nothing was created, the caller may retry.
+  service_unavailable: 503,
   // Asset registry codes (ComfyUI's UPPER_SNAKE names).
   INVALID_HASH: 400,
   INVALID_BODY: 400,

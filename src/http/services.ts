@@ -9,6 +9,7 @@ import type { Catalog } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
+import type { RedisEventBus } from '../tasks/redis-event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { ImageService } from '../images/service.ts';
@@ -46,6 +47,8 @@ export interface AppServices {
   assets: AssetService;
   /** Task events between the parts of this process (and every instance, with Redis). */
   bus: EventBus;
+  /** Redis as this instance reaches it, with REDIS_URL (GET /healthz pings it). */
+  redis: Pick<RedisEventBus, 'ping'> | undefined;
   tasks: TaskService;
   generations: GenerationService;
   /** One service per modality: the routes and the agent's tools submit through them. */

@@ -7,8 +7,8 @@ import type { IdempotencyRepo, IdempotencyScope } from '../storage/repos/idempot
 /** How long a key and its answer are kept. */
 const KEEP_MS = 24 * 60 * 60 * 1000;
 const KEY = /^[\x20-\x7e]{1,255}$/;
-/** Answers made before anything was created; the key may be used again. */
-const NOT_KEPT = new Set([400, 401, 403, 404, 429]);
+/** Answers made before anything was created (503: Redis did not answer the limit check); the key may be used again. */
+const NOT_KEPT = new Set([400, 401, 403, 404, 429, 503]);
 /** A retry looks for the first call's answer this often while that call runs. */
 const POLL_MS = 100;
 
@@ -117,7 +117,7 @@ export class IdempotencyService {
     }
   }
 
-  /** Keeps the first call's answer, or frees the key when the answer created nothing (400/401/403/404/429). */
+  /** Keeps the first call's answer, or frees the key when the answer created nothing (400/401/403/404/429/503). */
   async finish(at: IdempotencyScope, createdAt: number, status: number, contentType: string | null, body: string | undefined): Promise<void> {
     if (NOT_KEPT.has(status) || body === undefined) await this.repo.release(at, createdAt);
     else await this.repo.complete(at, { status_code: status, content_type: contentType, response: body });

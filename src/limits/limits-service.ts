@@ -7,7 +7,7 @@ import type { UsageLedgerRow } from '../storage/schema.ts';
 import type { EventBus } from '../tasks/event-bus.ts';
 import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
 import type { TaskAdmission } from '../tasks/generation-service.ts';
-import type { LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
+import type { AdmitOutcome, LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
 import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
 import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption, type ModelPricing } from './pricing.ts';
 
@@ -294,7 +294,12 @@ export class LimitsService {
       const pricing = subjects.length === 0 ? undefined : info?.pricing;
       const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
       const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
-      const outcome = await this.counters.admit({ id: requestId, generation: limits.generation, subjects, tokens, credits, holdMs: this.holdMs });
+      const outcome = await this.counters.admit({ id: requestId, generation: limits.generation, subjects, tokens, credits, holdMs: this.holdMs }).catch((err: unknown): AdmitOutcome => {
+        // Counters out of reach (Redis down): a caller without limits, as last read, goes on
+        // unchecked; only a limited call has to wait for them.
+        if (subjects.length === 0) return { ok: true, rate: undefined };
+        throw err;
+      });
       if (outcome.ok) return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, credits, tokens, outcome.rate);
       if (outcome.code === 'stale') {
         this.limitsChangedTo(outcome.generation);

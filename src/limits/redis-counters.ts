@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { failFastOptions, redisUnavailable } from '../storage/redis-connection.ts';
 import type { AdmitOutcome, AdmitRequest, LimitCounters, Settlement, SubjectLimits, SubjectSeed } from './counters.ts';
 import { WINDOW_MS } from './counters.ts';
 
@@ -10,7 +11,8 @@ import { WINDOW_MS } from './counters.ts';
  * `<REDIS_PREFIX>:lim:<subject>:…`: rpm and tpm (GCRA arrival times, `<tat>:<limit>`), live (task
  * slots by request id, scored by when they lapse), held + heldamt + heldsum (credits of calls in
  * flight), spent:<period> (micro-credits); and `<REDIS_PREFIX>:lim:generation`, the generation of
- * the limits.
+ * the limits. An operation Redis does not answer within REDIS_TIMEOUT_MS fails with 503
+ * service_unavailable: a limited call is never admitted unchecked, nor held until Redis is back.
  */
 
 /** Shared by the scripts: the clock, key names, arrival times and dropping lapsed holds. */
@@ -172,14 +174,18 @@ function periodTtlSeconds(period: string): number {
   return 0;
 }
 
+function unavailable(err: unknown): never {
+  throw redisUnavailable('the limits cannot be checked', err);
+}
+
 export class RedisLimitCounters implements LimitCounters {
   private constructor(
     private readonly redis: Redis & LimitScripts,
     private readonly prefix: string,
   ) {}
 
-  static async connect(opts: { url: string; prefix: string; logger: Logger }): Promise<RedisLimitCounters> {
-    const redis = new Redis(opts.url, { connectionName: `${opts.prefix}:limits`, lazyConnect: true });
+  static async connect(opts: { url: string; prefix: string; timeoutMs: number; logger: Logger }): Promise<RedisLimitCounters> {
+    const redis = new Redis(opts.url, { ...failFastOptions(opts.timeoutMs), connectionName: `${opts.prefix}:limits`, lazyConnect: true });
     redis.on('error', (err: Error) => opts.logger.warn({ err }, 'redis limits connection error'));
     // defineCommand sends EVALSHA, and the script itself only when Redis does not know it yet.
     redis.defineCommand('limitsAdmit', { numberOfKeys: 0, lua: ADMIT });
@@ -193,7 +199,7 @@ export class RedisLimitCounters implements LimitCounters {
   async admit(request: AdmitRequest): Promise<AdmitOutcome> {
     const args: (string | number)[] = [this.prefix, request.generation, request.id, request.tokens, request.credits, request.holdMs, request.subjects.length];
     for (const s of request.subjects) args.push(s.subject, s.rpm, s.tpm, s.credits, s.period);
-    const answer = await this.redis.limitsAdmit(...args);
+    const answer = await this.redis.limitsAdmit(...args).catch(unavailable);
     if (answer[0] === 2) return { ok: false, code: 'stale', generation: Number(answer[1]) };
     if (answer[0] === 1) {
       const [, limit, remaining, resetMs] = answer as number[];
@@ -217,19 +223,19 @@ export class RedisLimitCounters implements LimitCounters {
     if (limited.length === 0) return true;
     const args: (string | number)[] = [this.prefix, id, holdMs, limited.length];
     for (const s of limited) args.push(s.subject, s.concurrent);
-    return (await this.redis.limitsBeginTask(...args)) === 1;
+    return (await this.redis.limitsBeginTask(...args).catch(unavailable)) === 1;
   }
 
   async settle(settlement: Settlement): Promise<void> {
     const args: (string | number)[] = [this.prefix, settlement.ledgerId, settlement.reservationId, settlement.cost, settlement.tokensDelta, settlement.task ? 1 : 0, settlement.subjects.length];
     for (const s of settlement.subjects) args.push(s.subject, s.tpm, s.credits, s.period, periodTtlSeconds(s.period));
-    await this.redis.limitsSettle(...args);
+    await this.redis.limitsSettle(...args).catch(unavailable);
   }
 
   async seed(seed: SubjectSeed, holdMs: number): Promise<void> {
     const args: (string | number)[] = [this.prefix, seed.subject, seed.period, seed.spent, periodTtlSeconds(seed.period), holdMs];
     for (const l of seed.live) args.push(l.id, l.held);
-    await this.redis.limitsSeed(...args);
+    await this.redis.limitsSeed(...args).catch(unavailable);
   }
 
   async close(): Promise<void> {

@@ -1,5 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
+import { failFastOptions, reconnectingOptions, redisUnavailable } from '../storage/redis-connection.ts';
 import type { BusTopic, BusTopics, EventBus } from './event-bus.ts';
 
 export interface RedisEventBusOptions {
@@ -7,6 +8,8 @@ export interface RedisEventBusOptions {
   url: string;
   /** REDIS_PREFIX: channels are `<prefix>:events:<topic>`. */
   prefix: string;
+  /** REDIS_TIMEOUT_MS: a publish fails after this long without an answer. */
+  timeoutMs: number;
   logger: Logger;
 }
 
@@ -20,7 +23,9 @@ function escapeGlob(text: string): string {
 /**
  * The bus of a deployment with REDIS_URL: every message goes through Redis pub/sub as JSON, so
  * all instances, this one included, receive it exactly once. One connection publishes; the
- * other only listens (a subscribed Redis connection cannot send other commands).
+ * other only listens (a subscribed Redis connection cannot send other commands). While Redis is
+ * unreachable a publish fails within REDIS_TIMEOUT_MS (503 service_unavailable) and the message
+ * is lost; the listener subscribes again when Redis is back.
  */
 export class RedisEventBus implements EventBus {
   private readonly handlers = new Map<string, Set<Handler>>();
@@ -40,8 +45,8 @@ export class RedisEventBus implements EventBus {
    */
   static async connect(opts: RedisEventBusOptions): Promise<RedisEventBus> {
     const log = opts.logger;
-    const publisher = new Redis(opts.url, { connectionName: `${opts.prefix}:events:pub`, lazyConnect: true });
-    const subscriber = new Redis(opts.url, { connectionName: `${opts.prefix}:events:sub`, lazyConnect: true });
+    const publisher = new Redis(opts.url, { ...failFastOptions(opts.timeoutMs), connectionName: `${opts.prefix}:events:pub`, lazyConnect: true });
+    const subscriber = new Redis(opts.url, { ...reconnectingOptions(opts.timeoutMs), connectionName: `${opts.prefix}:events:sub`, lazyConnect: true });
     let lastError: Error | undefined;
     for (const [conn, role] of [[publisher, 'publisher'], [subscriber, 'subscriber']] as const) {
       // ioredis reconnects by itself; without a listener an error would only reach stderr.
@@ -65,7 +70,16 @@ export class RedisEventBus implements EventBus {
   }
 
   async publish<T extends BusTopic>(topic: T, message: BusTopics[T]): Promise<void> {
-    await this.publisher.publish(this.channelPrefix + topic, JSON.stringify(message));
+    try {
+      await this.publisher.publish(this.channelPrefix + topic, JSON.stringify(message));
+    } catch (err) {
+      throw redisUnavailable(`the ${topic} message cannot be sent to the other instances`, err);
+    }
+  }
+
+  /** Fails when Redis does not answer within REDIS_TIMEOUT_MS (GET /healthz). */
+  async ping(): Promise<void> {
+    await this.publisher.ping();
   }
 
   subscribe<T extends BusTopic>(topic: T, handler: (message: BusTopics[T]) => void): () => void {

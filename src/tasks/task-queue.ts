@@ -23,7 +23,7 @@ export type TaskHandler = (claim: TaskClaim) => Promise<'ended' | 'live'>;
  * worker that died to another.
  */
 export interface TaskQueue {
-  /** Makes a stored, submitted task runnable. */
+  /** Makes a stored, submitted task runnable; a queue that cannot take it now (Redis away) queues it later from the store, without failing. */
   enqueue(taskId: string): Promise<void>;
   /** Starts handing tasks to `handler`, at most `concurrency` at once. */
   start(handler: TaskHandler, concurrency: number): void;

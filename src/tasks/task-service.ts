@@ -134,8 +134,9 @@ export class TaskService {
     };
     const record = statusRecordOf(row);
     await this.repo.insert(row, this.deliveryOf(row, record, now));
-    await this.announce(row, record);
-    await this.queue.enqueue(row.id);
+    // Together, so a submit waits for Redis once at most (REDIS_TIMEOUT_MS). The event still goes
+    // out first: announce sends it before its first await, and the queue awaits before it sends the job.
+    await Promise.all([this.announce(row, record), this.queue.enqueue(row.id)]);
     return row;
   }
 
@@ -174,7 +175,10 @@ export class TaskService {
     if (!row.cancellable) throw new ApiError('task_not_cancellable', `task ${taskId} is run by an external API provider and cannot be cancelled`, 'taskId');
     const outcome = await this.transition(taskId, { status: 'cancelled', message: reason });
     if (!outcome.ok) throw alreadyFinished(outcome.row);
-    await this.bus.publish('task.cancel', { taskId });
+    await this.bus.publish('task.cancel', { taskId }).catch((err: unknown) => {
+      // The cancel is stored: the run stops at its next progress update, whose write finds the task ended.
+      this.opts.logger.warn({ err, taskId }, 'telling the task runner to stop failed');
+    });
     return statusRecordOf(outcome.row);
   }
 
