@@ -2,7 +2,8 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
 import { Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
-import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
+import { backoffMs } from '../../core/backoff.ts';
+import { retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
 
 export interface ChatTransportOptions {
   /** Provider code, named in error messages. */
