@@ -74,6 +74,8 @@ export const ERROR_CODES = {
   internal_error: 500,
   task_failed: 502,
   upstream_error: 502,
+  // A service the gateway needs (its database) is out of reach for now; Retry-After says when to come back.
+  service_unavailable: 503,
   upstream_timeout: 504,
   // Asset registry codes (ComfyUI's UPPER_SNAKE names).
   INVALID_HASH: 400,

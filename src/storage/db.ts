@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { migrations } from './migrations/index.ts';
+import { asDatabaseUnavailable } from './database-unavailable.ts';
 import { SQLite } from './sqlite-driver.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -138,8 +139,10 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
   pool.on('connect', (client) => {
     client.on('error', (err) => opts.logger?.warn({ err }, 'PostgreSQL connection lost'));
     prepareStatements(client, names);
+    raiseUnavailable(client);
   });
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  const connect = () => pool.connect().catch((err: unknown) => Promise.reject(asDatabaseUnavailable(err)));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect, end: () => pool.end() } }) });
   return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
 }
 
@@ -163,6 +166,15 @@ function prepareStatements(client: { query: (...args: never[]) => unknown }, nam
       if (name !== undefined) return query({ name, text, values });
     }
     return query(text, values, ...rest);
+  }) as typeof client.query;
+}
+
+/** A query that fails because the connection is gone rejects with a DatabaseUnavailableError. */
+function raiseUnavailable(client: { query: (...args: never[]) => unknown }): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch((err: unknown) => Promise.reject(asDatabaseUnavailable(err))) : result;
   }) as typeof client.query;
 }
 
