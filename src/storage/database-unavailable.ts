@@ -1,3 +1,6 @@
+import { setTimeout as delay } from 'node:timers/promises';
+import { backoffMs, type Backoff } from '../core/backoff.ts';
+
 /** Socket errors of a server that is down or out of reach. */
 const NETWORK_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN']);
 /**
@@ -40,4 +43,55 @@ export function asDatabaseUnavailable(err: unknown): unknown {
 export function isDatabaseUnavailable(err: unknown): boolean {
   for (let e = err; e instanceof Error; e = e.cause) if (e instanceof DatabaseUnavailableError) return true;
   return false;
+}
+
+/**
+ * Waits between tries while the database is away: short at first, then about once a second, so
+ * work resumes within a second of its return.
+ */
+const RECONNECT_BACKOFF: Backoff = { baseDelayMs: 50, maxDelayMs: 1000 };
+
+/**
+ * Runs `work`, and again after a backoff as long as it fails for want of the database, until it
+ * succeeds, fails otherwise, or `signal` aborts (the wait then rejects with the abort). For work
+ * that must not be lost to an outage, such as recording what was already done outside.
+ */
+export async function retryWhileDatabaseUnavailable<T>(work: () => Promise<T>, opts: { signal?: AbortSignal; onRetry?: (err: unknown, attempt: number) => void } = {}): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await work();
+    } catch (err) {
+      if (!isDatabaseUnavailable(err) || opts.signal?.aborted) throw err;
+      opts.onRetry?.(err, attempt);
+      await delay(backoffMs(RECONNECT_BACKOFF, attempt - 1), undefined, { signal: opts.signal });
+    }
+  }
+}
+
+/**
+ * A polling loop's pace through a database outage: after a round fails for want of the
+ * database, the next rounds are spaced out with the same backoff as retries, so an outage costs
+ * neither a query nor a log line per poll; the first round after the return resumes the pace.
+ */
+export class OutagePace {
+  private failures = 0;
+  private resumeAt = 0;
+
+  /** Whether a round now would come too soon after the last failed one. */
+  holding(now = Date.now()): boolean {
+    return now < this.resumeAt;
+  }
+
+  /** Counts a failed round; answers whether the failure is worth a log line (not the database's absence again). */
+  failed(err: unknown, now = Date.now()): boolean {
+    if (!isDatabaseUnavailable(err)) return true;
+    this.resumeAt = now + backoffMs(RECONNECT_BACKOFF, this.failures);
+    return this.failures++ === 0;
+  }
+
+  /** Counts a round that worked: the pace is back to normal. */
+  succeeded(): void {
+    this.failures = 0;
+    this.resumeAt = 0;
+  }
 }

@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { TasksRepo } from '../storage/repos/tasks-repo.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { TaskHandler, TaskQueue } from './task-queue.ts';
+import { OutagePace } from '../storage/database-unavailable.ts';
 
 export interface DbTaskQueueOptions {
   /** This process, as the holder of its leases. */
@@ -44,6 +45,7 @@ export class DbTaskQueue implements TaskQueue {
   /** Settles once the start's liveness step is done; no claim is made before it. */
   private started: Promise<void> = Promise.resolve();
   private readonly settled = new Set<Promise<void>>();
+  private readonly claimPace = new OutagePace();
 
   constructor(
     private readonly repo: TasksRepo,
@@ -124,7 +126,7 @@ export class DbTaskQueue implements TaskQueue {
     if (this.stopped) return;
     this.wanted = true;
     if (recover) this.recoverWanted = true;
-    if (this.pumping) return;
+    if (this.pumping || this.claimPace.holding()) return;
     this.pumping = true;
     void (async () => {
       try {
@@ -144,8 +146,9 @@ export class DbTaskQueue implements TaskQueue {
           for (const row of claimed) this.run(row);
           if (claimed.length === free) this.wanted = true;
         }
+        this.claimPace.succeeded();
       } catch (err) {
-        this.opts.logger.error({ err }, 'claiming tasks failed');
+        if (this.claimPace.failed(err)) this.opts.logger.error({ err }, 'claiming tasks failed');
       } finally {
         this.pumping = false;
       }
