@@ -42,6 +42,11 @@ export class DbTaskQueue implements TaskQueue {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   /** When this instance last beat; a longer silence than the TTL may have cost it its tasks. */
   private lastBeat = 0;
+  /**
+   * When a beat of this instance last failed. The store was out of reach then, likely for every
+   * instance, whose heartbeats lapsed alike: none is taken for dead until each had a TTL to beat again.
+   */
+  private lastFailedBeat = -Infinity;
   /** Settles once the start's liveness step is done; no claim is made before it. */
   private started: Promise<void> = Promise.resolve();
   private readonly settled = new Set<Promise<void>>();
@@ -106,12 +111,14 @@ export class DbTaskQueue implements TaskQueue {
       const silent = this.lastBeat > 0 && now - this.lastBeat > ttlMs;
       this.lastBeat = now;
       if (silent) await this.renew();
+      if (now - this.lastFailedBeat < ttlMs) return;
       const freed = await this.repo.releaseSilentHolders(now);
       if (freed > 0) {
         this.opts.logger.warn({ tasks: freed }, 'took over the tasks of an instance whose heartbeat stopped');
         this.pump(true);
       }
     } catch (err) {
+      this.lastFailedBeat = now;
       this.opts.logger.warn({ err }, 'heartbeat failed');
     }
   }
