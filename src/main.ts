@@ -93,7 +93,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // Before the app is built: its tracing hooks are added only while tracing is on.
   const tracing = await startTracing(process.env, logger.child({ component: 'telemetry' }));
   const blobs = await openBlobStore(settings.blobStore, settings.dataDir);
-  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true });
+  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true, logger: logger.child({ component: 'db' }) });
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
   const tokens = new TokenService(new TokensRepo(db), admin.hash);
   const runtimeConfig = new RuntimeConfig(new SettingsRepo(db), settings.config.callback);

@@ -74,9 +74,10 @@ export const ERROR_CODES = {
   internal_error: 500,
   task_failed: 502,
   upstream_error: 502,
-  upstream_timeout: 504,
-  // A shared service (Redis) did not answer in time; nothing was created, the caller may retry.
+  // A service the gateway needs (its database, Redis) is out of reach for now; nothing was
+  // created, and Retry-After says when to come back.
   service_unavailable: 503,
+  upstream_timeout: 504,
   // Asset registry codes (ComfyUI's UPPER_SNAKE names).
   INVALID_HASH: 400,
   INVALID_BODY: 400,

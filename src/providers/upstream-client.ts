@@ -1,14 +1,13 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { backoffMs, type Backoff } from '../core/backoff.ts';
 import { failSpan, inSpan, upstreamCallSpec } from '../telemetry/tracing.ts';
 import { mayRetry } from './retry-gate.ts';
 import { TaskFailedError } from './spec.ts';
 
 /** How transient upstream failures are retried (GENGATE_CONFIG providers.<code>.retry). */
-export interface RetryPolicy {
+export interface RetryPolicy extends Backoff {
   /** Retries after the first try. */
   attempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
 }
 
 export const DEFAULT_RETRY: RetryPolicy = { attempts: 3, baseDelayMs: 500, maxDelayMs: 10_000 };
@@ -69,12 +68,6 @@ export function retryAfterMs(header: string | null, now = Date.now()): number | 
   if (Number.isFinite(seconds)) return Math.max(0, seconds * 1000);
   const date = Date.parse(header);
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
-}
-
-/** Exponential backoff with full jitter, capped. */
-export function backoffMs(retry: RetryPolicy, attempt: number): number {
-  const ceiling = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** attempt);
-  return Math.round(ceiling / 2 + Math.random() * (ceiling / 2));
 }
 
 /** Bounds concurrent work; waiters are served in arrival order. */

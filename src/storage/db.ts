@@ -2,9 +2,11 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import type BetterSqlite3 from 'better-sqlite3';
+import type { Logger } from 'pino';
 import { Kysely, Migrator, PostgresDialect, SqliteDialect, type MigrationProvider, type SqliteDatabase } from 'kysely';
 import type { Database } from './schema.ts';
 import { migrations } from './migrations/index.ts';
+import { asDatabaseUnavailable } from './database-unavailable.ts';
 import { SQLite } from './sqlite-driver.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
@@ -27,6 +29,8 @@ export interface OpenDbOptions {
    * can run tasks from the store then, so every task lease found in it is a dead process's.
    */
   exclusive?: boolean;
+  /** Told of PostgreSQL connections the server dropped (an outage, a restart); the pool opens new ones on demand. */
+  logger?: Logger;
 }
 
 const INT8_OID = 20;
@@ -111,6 +115,8 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
   const schema = opts.pgSchema;
   if (schema) {
     const admin = new pg.Client({ connectionString: url });
+    // A connection lost meanwhile fails the query awaited below; unheard, its error event would end the process.
+    admin.on('error', () => undefined);
     await admin.connect();
     try {
       await admin.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replaceAll('"', '')}"`);
@@ -125,8 +131,18 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
     ...(schema ? { options: `-c search_path="${schema.replaceAll('"', '')}"` } : {}),
   });
   const names = new Map<string, string>();
-  pool.on('connect', (client) => prepareStatements(client, names));
-  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+  // A connection the server drops (PostgreSQL stopped, restarted or out of reach) emits an error
+  // event on its client, and on the pool too while idle; an error event nobody listens to ends
+  // the process. The queries in flight fail on their own, the pool discards the dead connection
+  // and opens new ones on demand, so the process serves again once the server is back.
+  pool.on('error', () => undefined); // the client's own listener has told it
+  pool.on('connect', (client) => {
+    client.on('error', (err) => opts.logger?.warn({ err }, 'PostgreSQL connection lost'));
+    prepareStatements(client, names);
+    raiseUnavailable(client);
+  });
+  const connect = () => pool.connect().catch((err: unknown) => Promise.reject(asDatabaseUnavailable(err)));
+  const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool: { connect, end: () => pool.end() } }) });
   return { kysely, dialect: 'postgres', close: () => kysely.destroy() };
 }
 
@@ -150,6 +166,15 @@ function prepareStatements(client: { query: (...args: never[]) => unknown }, nam
       if (name !== undefined) return query({ name, text, values });
     }
     return query(text, values, ...rest);
+  }) as typeof client.query;
+}
+
+/** A query that fails because the connection is gone rejects with a DatabaseUnavailableError. */
+function raiseUnavailable(client: { query: (...args: never[]) => unknown }): void {
+  const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+  client.query = ((...args: unknown[]) => {
+    const result = query(...args);
+    return result instanceof Promise ? result.catch((err: unknown) => Promise.reject(asDatabaseUnavailable(err))) : result;
   }) as typeof client.query;
 }
 

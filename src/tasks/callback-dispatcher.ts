@@ -6,6 +6,7 @@ import type { CallbacksRepo, DeliveryOutcome, RecordedAttempt } from '../storage
 import type { CallbackAttemptRow, CallbackDeliveryRow } from '../storage/schema.ts';
 import { CallbackSender, type CallbackResponse } from './callback-sender.ts';
 import type { EventBus } from './event-bus.ts';
+import { OutagePace, retryWhileDatabaseUnavailable } from '../storage/database-unavailable.ts';
 
 export interface CallbackDispatcherOptions {
   logger: Logger;
@@ -55,6 +56,9 @@ export class CallbackDispatcher {
   private pumpAgain = false;
   private started = false;
   private stopped = false;
+  /** Ends the waits for the database of tries sent but not yet recorded, when the dispatcher stops. */
+  private readonly stopping = new AbortController();
+  private readonly claimPace = new OutagePace();
   private pollTimer: NodeJS.Timeout | undefined;
   private pruneTimer: NodeJS.Timeout | undefined;
   private eventWakeTimer: NodeJS.Timeout | undefined;
@@ -102,6 +106,7 @@ export class CallbackDispatcher {
   async stop(): Promise<void> {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopping.abort();
     this.unsubscribe?.();
     clearInterval(this.pollTimer);
     clearInterval(this.pruneTimer);
@@ -168,6 +173,7 @@ export class CallbackDispatcher {
       this.pumpAgain = true;
       return;
     }
+    if (this.claimPace.holding()) return;
     this.pumping = this.pump().finally(() => {
       this.pumping = undefined;
       // A wake-up that came after the last round's check still gets its round.
@@ -185,6 +191,7 @@ export class CallbackDispatcher {
         const config = await this.runtimeConfig.callback();
         const now = Date.now();
         const claimed = await this.repo.claimDue(now, now + config.callback_timeout_ms + LEASE_MARGIN_MS, free);
+        this.claimPace.succeeded();
         // Claimed even while stopping: stop() waits for these sends too.
         for (const delivery of claimed) this.dispatch(delivery, config);
         if (claimed.length === free) this.pumpAgain = true;
@@ -192,7 +199,7 @@ export class CallbackDispatcher {
     } catch (err) {
       // The poll tries again (not at once: the database may be down); the outbox loses nothing.
       this.pumpAgain = false;
-      this.opts.logger.error({ err }, 'claiming due callback deliveries failed');
+      if (this.claimPace.failed(err)) this.opts.logger.error({ err }, 'claiming due callback deliveries failed');
     }
   }
 
@@ -251,7 +258,14 @@ export class CallbackDispatcher {
       const batch = this.toRecord;
       this.toRecord = [];
       try {
-        await this.repo.recordAttempts(batch);
+        // Sent but not recorded, a delivered update would go out again once its lease ran out:
+        // through a database outage the record waits for the database instead (the lease holds).
+        await retryWhileDatabaseUnavailable(() => this.repo.recordAttempts(batch), {
+          signal: this.stopping.signal,
+          onRetry: (err, attempt) => {
+            if (attempt === 1) this.opts.logger.warn({ err, count: batch.length }, 'the database is unavailable; callback attempts wait to be recorded');
+          },
+        });
         for (const { outcome } of batch) if (outcome.state === 'pending') this.wakeAt(outcome.nextAttemptAt);
       } catch (err) {
         // Unrecorded tries are made again once their leases run out.

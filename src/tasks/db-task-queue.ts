@@ -2,6 +2,7 @@ import type { Logger } from 'pino';
 import type { TasksRepo } from '../storage/repos/tasks-repo.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { TaskHandler, TaskQueue } from './task-queue.ts';
+import { OutagePace } from '../storage/database-unavailable.ts';
 
 export interface DbTaskQueueOptions {
   /** This process, as the holder of its leases. */
@@ -41,9 +42,15 @@ export class DbTaskQueue implements TaskQueue {
   private heartbeatTimer: NodeJS.Timeout | undefined;
   /** When this instance last beat; a longer silence than the TTL may have cost it its tasks. */
   private lastBeat = 0;
+  /**
+   * When a beat of this instance last failed. The store was out of reach then, likely for every
+   * instance, whose heartbeats lapsed alike: none is taken for dead until each had a TTL to beat again.
+   */
+  private lastFailedBeat = -Infinity;
   /** Settles once the start's liveness step is done; no claim is made before it. */
   private started: Promise<void> = Promise.resolve();
   private readonly settled = new Set<Promise<void>>();
+  private readonly claimPace = new OutagePace();
 
   constructor(
     private readonly repo: TasksRepo,
@@ -104,12 +111,14 @@ export class DbTaskQueue implements TaskQueue {
       const silent = this.lastBeat > 0 && now - this.lastBeat > ttlMs;
       this.lastBeat = now;
       if (silent) await this.renew();
+      if (now - this.lastFailedBeat < ttlMs) return;
       const freed = await this.repo.releaseSilentHolders(now);
       if (freed > 0) {
         this.opts.logger.warn({ tasks: freed }, 'took over the tasks of an instance whose heartbeat stopped');
         this.pump(true);
       }
     } catch (err) {
+      this.lastFailedBeat = now;
       this.opts.logger.warn({ err }, 'heartbeat failed');
     }
   }
@@ -124,7 +133,7 @@ export class DbTaskQueue implements TaskQueue {
     if (this.stopped) return;
     this.wanted = true;
     if (recover) this.recoverWanted = true;
-    if (this.pumping) return;
+    if (this.pumping || this.claimPace.holding()) return;
     this.pumping = true;
     void (async () => {
       try {
@@ -144,8 +153,9 @@ export class DbTaskQueue implements TaskQueue {
           for (const row of claimed) this.run(row);
           if (claimed.length === free) this.wanted = true;
         }
+        this.claimPace.succeeded();
       } catch (err) {
-        this.opts.logger.error({ err }, 'claiming tasks failed');
+        if (this.claimPace.failed(err)) this.opts.logger.error({ err }, 'claiming tasks failed');
       } finally {
         this.pumping = false;
       }

@@ -14,6 +14,7 @@ import type { BillingEntry, RoutingRecord } from '../core/result-types.ts';
 import { parseResult, type TaskResult } from './task-record.ts';
 import type { TaskService } from './task-service.ts';
 import { failSpan, GEN_AI, inSpan, restoredTraceContext, SpanKind } from '../telemetry/tracing.ts';
+import { retryWhileDatabaseUnavailable } from '../storage/database-unavailable.ts';
 import type { Span } from '@opentelemetry/api';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
@@ -51,7 +52,7 @@ export class TaskRunner {
 
   /** Runs the claimed task; `ended` when it is over (its end, written by anyone, gave the claim back). */
   readonly handle = async (claim: TaskClaim): Promise<'ended' | 'live'> => {
-    const row = claim.row ?? (await this.deps.tasks.load(claim.taskId));
+    const row = claim.row ?? (await this.stored(claim, () => this.deps.tasks.load(claim.taskId)));
     if (!row || isTerminal(row.status)) return 'ended';
     // A child of the submitting request's span, wherever the task runs.
     return inSpan(`task run ${row.endpoint}`, () => ({
@@ -63,9 +64,9 @@ export class TaskRunner {
 
   private async run(row: TaskRow, claim: TaskClaim, span: Span | undefined): Promise<'ended' | 'live'> {
     const log = this.deps.logger.child({ taskId: row.id, attempt: claim.attempt });
-    if (claim.attempt > MAX_ATTEMPTS) return this.fail(row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
+    if (claim.attempt > MAX_ATTEMPTS) return this.fail(claim, row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
     const model = this.deps.catalog.find(row.model) ?? this.deps.engines.findModel?.(row.model);
-    if (!model) return this.fail(row.id, `model ${row.model} is no longer in the catalog`);
+    if (!model) return this.fail(claim, row.id, `model ${row.model} is no longer in the catalog`);
     const engine = this.deps.engines.engineFor(model);
     // The endpoint's service stored the row's input as that endpoint's type: read back, it is that type again.
     const stored = { endpoint: row.endpoint, input: JSON.parse(row.input) as unknown } as TaskInput;
@@ -81,7 +82,7 @@ export class TaskRunner {
     let latest: TaskRow = row;
     // What the task has saved: this run is its one writer while it holds the claim, so its end need not read it back.
     let saved = row.saved_state;
-    const save = async (state: Record<string, unknown>) => void (saved = await this.deps.tasks.saveState(row.id, state));
+    const save = async (state: Record<string, unknown>) => void (saved = await this.stored(claim, () => this.deps.tasks.saveState(row.id, state)));
     // A resumed run covers ground again (an engine restarts its count, an upstream is polled
     // anew); progress up to what the task had reached was announced before the interruption.
     const announced = row.status === 'submitted' ? -1 : row.progress;
@@ -93,14 +94,14 @@ export class TaskRunner {
           await engine.check?.(job);
         } catch (err) {
           if (!(err instanceof TaskRejectedError)) throw err;
-          return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest }));
+          return outcomeOf(await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest })));
         }
-        const started = await this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest });
+        const started = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest }));
         if (!started.ok) return outcomeOf(started);
         latest = started.row;
       } else {
         log.info('resuming a task whose worker stopped');
-        const resumed = await this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId, current: latest });
+        const resumed = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId, current: latest }));
         latest = resumed.row;
       }
       const warnings: string[] = [];
@@ -108,14 +109,14 @@ export class TaskRunner {
         signal: controller.signal,
         progress: async (percent, message, nodeStatus) => {
           if (percent <= announced) return;
-          const res = await this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest, ...(nodeStatus ? { result: { node_status: nodeStatus } } : {}) });
+          const res = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'process', progress: percent, ...(message !== undefined ? { message } : {}) }, { current: latest, ...(nodeStatus ? { result: { node_status: nodeStatus } } : {}) }));
           latest = res.row;
           // Ended meanwhile (cancelled elsewhere): stop the work.
           if (!res.ok) controller.abort(new TaskCancelledError(`task is ${res.row.status}`));
         },
         remember: save,
-        readInput: (ref) => this.deps.inputs.read(row.owner_id, ref),
-        publish: async (data, fileName, mimeType) => (await this.deps.files.store(row.owner_id, data, fileName, mimeType)).url,
+        readInput: (ref) => this.stored(claim, () => this.deps.inputs.read(row.owner_id, ref)),
+        publish: async (data, fileName, mimeType) => (await this.stored(claim, () => this.deps.files.store(row.owner_id, data, fileName, mimeType))).url,
         warn: (message) => void warnings.push(message),
       }, save);
       routing = routed.record;
@@ -127,7 +128,8 @@ export class TaskRunner {
       });
       controller.signal.throwIfAborted();
       // The end handlers store the files and add them to the result, in the transaction that writes the success.
-      return outcomeOf(await this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result: this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing), output, current: { ...latest, saved_state: saved }, currentHasState: true }));
+      const result = this.resultOf(row, this.deps.catalog.find(routing.model) ?? model, output, warnings, routing);
+      return outcomeOf(await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'success', message: 'success' }, { result, output, current: { ...latest, saved_state: saved }, currentHasState: true })));
     } catch (err) {
       if (span && !controller.signal.aborted) failSpan(span, err);
       if (controller.signal.aborted) {
@@ -138,19 +140,33 @@ export class TaskRunner {
         return reason instanceof TaskCancelledError ? 'ended' : 'live';
       }
       // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
-      if (err instanceof UrlNotAllowedError) return this.fail(row.id, err.message, undefined, routing);
-      if (err instanceof InputUnavailableError) return this.fail(row.id, `an input could not be read: ${err.message}`, undefined, routing);
-      if (err instanceof TaskFailedError) return this.fail(row.id, err.message, err.originalMessage, routing);
+      if (err instanceof UrlNotAllowedError) return this.fail(claim, row.id, err.message, undefined, routing);
+      if (err instanceof InputUnavailableError) return this.fail(claim, row.id, `an input could not be read: ${err.message}`, undefined, routing);
+      if (err instanceof TaskFailedError) return this.fail(claim, row.id, err.message, err.originalMessage, routing);
       log.warn({ err }, 'task failed');
-      return this.fail(row.id, 'generation failed', err instanceof Error ? err.message : String(err), routing);
+      return this.fail(claim, row.id, 'generation failed', err instanceof Error ? err.message : String(err), routing);
     } finally {
       claim.signal.removeEventListener('abort', onLost);
       this.running.delete(row.id);
     }
   }
 
-  private async fail(taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<'ended' | 'live'> {
-    return outcomeOf(await this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {}));
+  private async fail(claim: TaskClaim, taskId: string, message: string, original?: string, routing?: RoutingRecord): Promise<'ended' | 'live'> {
+    return outcomeOf(await this.stored(claim, () => this.deps.tasks.transition(taskId, { status: 'failed', message, errorMessage: original ?? message }, routing ? { result: { routing } } : {})));
+  }
+
+  /**
+   * A read or write of a run waits out a database outage while the run holds its claim: what the
+   * engine did is kept, and the task is not run again, once the database is back. Compare-and-set
+   * makes a write that did land before its answer was lost harmless to repeat.
+   */
+  private stored<T>(claim: TaskClaim, work: () => Promise<T>): Promise<T> {
+    return retryWhileDatabaseUnavailable(work, {
+      signal: claim.signal,
+      onRetry: (err, attempt) => {
+        if (attempt === 1) this.deps.logger.warn({ err, taskId: claim.taskId }, 'the database is unavailable; the task run waits for it');
+      },
+    });
   }
 
   /** The billing entry of a finished task: what ran, on which provider, and what it produced. */

@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import sharp from 'sharp';
 import { RecordingUpstream, sendBytes, sendJson, type RecordedRequest } from './recording-upstream.ts';
 import { sampleMp4 } from './upstream-media.ts';
@@ -43,6 +44,8 @@ export class ArkUpstream extends RecordingUpstream {
   imageFailures: number[] = [];
   /** Images requests are left unanswered while true (a slow generation). */
   holdingImages = false;
+  /** Images requests are answered this long after they arrive (a generation that takes a while). */
+  imageDelayMs = 0;
   /** Images made, by id: their pixel size. */
   readonly images = new Map<string, string>();
 
@@ -76,7 +79,10 @@ export class ArkUpstream extends RecordingUpstream {
       return sendJson(res, 401, { error: { code: 'AuthenticationError', message: 'the API key or AK/SK in the request is missing or invalid. Request id: 021747', param: '', type: 'Unauthorized' } });
     }
     if (req.method === 'POST' && req.path === TASKS_PATH) return this.create(req, res);
-    if (req.method === 'POST' && req.path === IMAGES_PATH) return this.generateImages(req, res);
+    if (req.method === 'POST' && req.path === IMAGES_PATH) {
+      if (this.imageDelayMs > 0) await delay(this.imageDelayMs);
+      return this.generateImages(req, res);
+    }
     const id = req.method === 'GET' && req.path.startsWith(`${TASKS_PATH}/`) ? decodeURIComponent(req.path.slice(TASKS_PATH.length + 1)) : undefined;
     const task = id ? this.tasks.get(id) : undefined;
     if (!task) return sendJson(res, 404, { error: { code: 'ResourceNotFound', message: `the task ${id} does not exist`, param: 'id', type: 'NotFound' } });

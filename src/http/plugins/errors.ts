@@ -2,6 +2,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { ApiError, type ErrorShape } from '../../core/errors.ts';
 import { IdempotentReplay } from '../../limits/idempotency.ts';
 import { sendReplay } from './admission.ts';
+import { isDatabaseUnavailable } from '../../storage/database-unavailable.ts';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -50,6 +51,8 @@ function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
 const MULTIPART_PARSE_ERROR = /^(Multipart: Boundary not found|Boundary required|Unexpected end of multipart data|\w+ terminated early due to unexpected end of multipart data)$/;
 /** PostgreSQL refusals of text that SQLite stores: NUL characters, invalid encodings. */
 const PG_BAD_TEXT = new Set(['22021', '22P05']);
+/** When a caller turned away during a database outage tries again: the pool reconnects on the first call after the database's return. */
+const DATABASE_RETRY_AFTER_SECONDS = '1';
 
 /** Maps anything thrown while handling a request to an ApiError. */
 export function toApiError(err: FastifyError, shape: ErrorShape): ApiError {
@@ -75,6 +78,9 @@ export function toApiError(err: FastifyError, shape: ErrorShape): ApiError {
   }
   if (err.code === 'ERR_STREAM_PREMATURE_CLOSE' || err.code === 'FST_MP_PREMATURE_CLOSE' || MULTIPART_PARSE_ERROR.test(err.message)) {
     return new ApiError('invalid_request', `malformed multipart body: ${err.message}`);
+  }
+  if (isDatabaseUnavailable(err)) {
+    return new ApiError('service_unavailable', 'the database is unavailable; try again shortly', null, {}, { 'Retry-After': DATABASE_RETRY_AFTER_SECONDS });
   }
   if (typeof err.code === 'string' && PG_BAD_TEXT.has(err.code)) {
     return new ApiError('invalid_request', 'a text value cannot be stored (it contains a NUL character or an invalid byte sequence)');

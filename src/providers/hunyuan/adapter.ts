@@ -2,8 +2,9 @@ import { createHash, createHmac } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { downloadFile, fetchableUrl, replyJson, servesEndpoints, stringOption, type AdapterFactory } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type JobOf, type RunContext } from '../spec.ts';
+import { backoffMs } from '../../core/backoff.ts';
 import { mayRetry } from '../retry-gate.ts';
-import { DEFAULT_RETRY, UpstreamClient, UpstreamError, backoffMs } from '../upstream-client.ts';
+import { DEFAULT_RETRY, UpstreamClient, UpstreamError } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 

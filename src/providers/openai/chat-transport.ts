@@ -2,8 +2,9 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
 import { Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
+import { backoffMs } from '../../core/backoff.ts';
 import { mayRetry } from '../retry-gate.ts';
-import { backoffMs, retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
+import { retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
 
 export interface ChatTransportOptions {
   /** Provider code, named in error messages. */

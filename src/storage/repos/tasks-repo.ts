@@ -26,17 +26,27 @@ export class TasksRepo {
   /** Stores a new task with its first callback delivery; submits of one moment share one multi-row insert. */
   async insert(row: TaskRow, delivery?: CallbackDeliveryRow): Promise<void> {
     this.pendingInserts.push({ row, delivery });
-    this.insertFlush ??= this.writes.run(async (trx) => {
-      // Submits arriving from here on go into the next flush.
-      const batch = this.pendingInserts.splice(0);
-      this.insertFlush = undefined;
-      for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
-        const chunk = batch.slice(i, i + INSERT_CHUNK);
-        await trx.insertInto('tasks').values(chunk.map((b) => b.row)).execute();
-        const deliveries = chunk.flatMap((b) => (b.delivery ? [b.delivery] : []));
-        if (deliveries.length > 0) await trx.insertInto('callback_deliveries').values(deliveries).execute();
-      }
-    });
+    if (!this.insertFlush) {
+      const flush = this.writes.run(async (trx) => {
+        // Submits arriving from here on go into the next flush.
+        const batch = this.pendingInserts.splice(0);
+        this.insertFlush = undefined;
+        for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
+          const chunk = batch.slice(i, i + INSERT_CHUNK);
+          await trx.insertInto('tasks').values(chunk.map((b) => b.row)).execute();
+          const deliveries = chunk.flatMap((b) => (b.delivery ? [b.delivery] : []));
+          if (deliveries.length > 0) await trx.insertInto('callback_deliveries').values(deliveries).execute();
+        }
+      });
+      this.insertFlush = flush;
+      // A flush that failed before taking its submits (no connection to the database) failed
+      // every one of them: none may be written by a later flush, and the next submit starts anew.
+      flush.catch(() => {
+        if (this.insertFlush !== flush) return;
+        this.insertFlush = undefined;
+        this.pendingInserts = [];
+      });
+    }
     await this.insertFlush;
   }
 
