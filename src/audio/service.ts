@@ -5,7 +5,7 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { MUSIC_WEIGHTS, type SongInput, type SpeechInput } from './schemas.ts';
+import { MUSIC_WEIGHTS, type SongInput, type SpeechInput } from '../endpoints/audio.ts';
 
 type Mode = 'sync' | 'async';
 

@@ -8,7 +8,7 @@ import type { TokenService } from '../auth/tokens.ts';
 import type { Catalog } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { ImageService } from '../images/service.ts';

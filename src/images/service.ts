@@ -7,7 +7,7 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { EndpointLimits } from '../providers/spec.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { MAX_EDIT_IMAGES, type ImageEditFields, type ImageEditInput, type ImagesEditJsonBody, type ImagesGenerationBody, type LegacyGenerationBody } from './schemas.ts';
+import { MAX_EDIT_IMAGES, type ImageEditFields, type ImageEditInput, type ImagesEditJsonBody, type ImagesGenerationBody, type LegacyGenerationBody } from '../endpoints/images.ts';
 
 type Mode = 'sync' | 'async';
 

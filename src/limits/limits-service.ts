@@ -4,12 +4,13 @@ import type { Principal } from '../auth/tokens.ts';
 import type { LimitsRepo } from '../storage/repos/limits-repo.ts';
 import type { UsageRepo } from '../storage/repos/usage-repo.ts';
 import type { UsageLedgerRow } from '../storage/schema.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
 import type { TaskAdmission } from '../tasks/generation-service.ts';
 import type { LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
 import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
-import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption, type ModelPricing } from './pricing.ts';
+import type { ModelPricing } from '../config/settings.ts';
+import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption } from './pricing.ts';
 
 /** What limits and the ledger need of a model: its provider and prices. */
 export interface ModelInfo {

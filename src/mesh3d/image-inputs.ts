@@ -5,7 +5,7 @@
  */
 import { ApiError } from '../core/errors.ts';
 import { FOUR_VIEWS, VIEW_TYPES, type Range, type ViewRule } from './generation-rules.ts';
-import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from './schemas.ts';
+import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from '../endpoints/mesh3d.ts';
 
 /** Where file sources lead: this gateway's files, the caller's assets, and which URLs may be fetched. */
 export interface FileSourceLookup {

@@ -14,7 +14,7 @@ import type { GenerationCaller, GenerationService } from '../tasks/generation-se
 import type { TaskService } from '../tasks/task-service.ts';
 import type { FileSourceLookup } from './image-inputs.ts';
 import { MESH3D_OUTPUT_TYPE, Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
-import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from './schemas.ts';
+import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from '../endpoints/mesh3d.ts';
 import { editOperationOf, validateEdit } from './validate-edit.ts';
 import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
 

@@ -17,7 +17,7 @@ import {
 } from './edit-rules.ts';
 import { FOUR_VIEWS, type Range } from './generation-rules.ts';
 import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './image-inputs.ts';
-import type { EditOperation, EditTaskSource, FileObject, TexturePrompt } from './schemas.ts';
+import type { EditOperation, EditTaskSource, FileObject, TexturePrompt } from '../endpoints/mesh3d.ts';
 
 type Input = Record<string, unknown>;
 

@@ -22,7 +22,7 @@ import {
 } from './generation-rules.ts';
 import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './image-inputs.ts';
 import { familyOf } from './mesh3d-family.ts';
-import type { GenerateImageBody, GenerateMultiviewBody, GenerateTextBody, GenerationBody, GenerationKind } from './schemas.ts';
+import type { GenerateImageBody, GenerateMultiviewBody, GenerateTextBody, GenerationBody, GenerationKind } from '../endpoints/mesh3d.ts';
 
 /** The capability a generation kind needs. */
 export const GENERATION_CAPABILITY = {

@@ -6,7 +6,7 @@
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { CONTENT_TYPES, ROLE_TYPES, type ContentRole, type VideoContentItem, type VideoGenerationBody } from './schemas.ts';
+import { CONTENT_TYPES, ROLE_TYPES, type ContentRole, type VideoContentItem, type VideoGenerationBody } from '../endpoints/video.ts';
 
 /** Roles that may appear once per request. */
 const SINGLE_ROLES: readonly ContentRole[] = ['first_frame', 'last_frame'];

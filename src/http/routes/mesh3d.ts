@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../mesh3d/schemas.ts';
+import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../endpoints/mesh3d.ts';
 import { callerOf } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 

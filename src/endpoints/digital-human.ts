@@ -2,8 +2,16 @@
  * Request bodies of the digital-human endpoints (spec document 1) and the task inputs they become.
  */
 import { Type, type Static } from 'typebox';
-import { mediaReference } from '../video/schemas.ts';
-import type { DigitalHumanVideo } from './digital-human-service.ts';
+import { mediaReference } from './video.ts';
+
+/** The source video of a digital human, as its frames are played back. */
+export interface DigitalHumanVideo {
+  width: number;
+  height: number;
+  fps: number;
+  duration_seconds: number;
+  has_audio: boolean;
+}
 
 export const DigitalHumanCreateBody = Type.Object({
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
