@@ -5,27 +5,9 @@ export type { BillingEntry, MediaSize, NodeStatus, Usage };
 import type { ChatContentPart, ChatMessage, ChatParams, ChatTool, ChatToolCall, ChatToolChoice } from '../core/chat-messages.ts';
 
 export type { ChatContentPart, ChatMessage, ChatParams, ChatTool, ChatToolCall, ChatToolChoice };
-import type { ImageEditInput, ImageGenerationInput, LegacyGenerationInput } from '../endpoints/images.ts';
-import type { VideoGenerationInput } from '../endpoints/video.ts';
-import type { SongInput, SpeechInput } from '../endpoints/audio.ts';
-import type { DigitalHumanCreateInput, DigitalHumanGenerationInput } from '../endpoints/digital-human.ts';
-import type { Mesh3dEditInputs, Mesh3dGenerationInputs } from '../endpoints/mesh3d.ts';
+import type { Endpoint, TaskInputs } from '../endpoints/endpoint-table.ts';
 
-/** The task input of each generation endpoint: what its service stores and its engine receives. */
-export type TaskInputs = {
-  'images.generations': ImageGenerationInput;
-  'ai.generations': LegacyGenerationInput;
-  'images.edits': ImageEditInput;
-  'video.generations': VideoGenerationInput;
-  'song.generations': SongInput;
-  'speech.generations': SpeechInput;
-  'digital-human.create': DigitalHumanCreateInput;
-  'digital-human.generations': DigitalHumanGenerationInput;
-} & { [K in keyof Mesh3dGenerationInputs as `mesh3d.generate.${K}`]: Mesh3dGenerationInputs[K] }
-  & { [K in keyof Mesh3dEditInputs as `mesh3d.edit.${K}`]: Mesh3dEditInputs[K] };
-
-/** A generation endpoint, e.g. `images.generations`. */
-export type Endpoint = keyof TaskInputs;
+export type { Endpoint, TaskInputs };
 
 /** An endpoint with its typed input: narrowing on `endpoint` types `input`. */
 export type TaskInput = { [E in Endpoint]: { endpoint: E; input: TaskInputs[E] } }[Endpoint];
