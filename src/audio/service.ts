@@ -54,7 +54,7 @@ export class AudioService {
     const { model: alias, ...input } = body;
     const model = this.generations.resolveModel(alias, ['audio_generate']);
     checkSong(input, model);
-    return this.generations.generate({ ...caller, endpoint: 'song.generations', model, outputType: 'audio', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'song.generations', model, input }, mode);
   }
 
   /** POST /v1/speech/generations; `model` undefined: the catalog's default, `voice_id` undefined: its first voice. */
@@ -64,6 +64,6 @@ export class AudioService {
     const model = this.generations.resolveModel(alias, ['text_to_speech']);
     const input: SpeechInput = { ...rest, voice_id: voice ?? model.capabilities.text_to_speech?.voices?.[0]?.id ?? 'default' };
     checkSpeech(input, model);
-    return this.generations.generate({ ...caller, endpoint: 'speech.generations', model, outputType: 'audio', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'speech.generations', model, input }, mode);
   }
 }

@@ -25,7 +25,7 @@ export class DigitalHumanGenerations {
     const { model: alias, ...input } = body;
     this.deps.generations.checkCallerUrl(input.video_id, 'video_id');
     const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
-    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, outputType: 'text', input }, mode);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, input }, mode);
   }
 
   /** POST /v1/digital-human/generations: Lite-only options on a Basic model (and the reverse) are 400 unsupported_parameter. */
@@ -38,6 +38,6 @@ export class DigitalHumanGenerations {
       if (ref !== undefined) this.deps.generations.checkCallerUrl(ref, field);
     }
     const resource = await this.deps.resources.require(caller.ownerId, params.resource_id);
-    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, outputType: 'video', input: { ...input, resource: jobResourceOf(resource) } }, mode);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, input: { ...input, resource: jobResourceOf(resource) } }, mode);
   }
 }

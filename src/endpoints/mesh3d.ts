@@ -193,19 +193,19 @@ export const StylizeBody = Type.Object({
   block_size: Type.Optional(Type.Integer({ minimum: 32, maximum: 128, description: 'blockgame only; default 80' })),
 }, { additionalProperties: false });
 
-/** Edit operations: the operation keys, the endpoint path segment and the body. */
+/** Edit operations: the operation keys and their bodies (endpoint-table.ts has their routes). */
 export const EDIT_OPERATIONS = {
-  segmentation: { path: 'segmentation', body: SegmentationBody },
-  completion: { path: 'completion', body: CompletionBody },
-  smart_lowpoly: { path: 'smart-lowpoly', body: SmartLowpolyBody },
-  texture: { path: 'texture', body: TextureBody },
-  convert: { path: 'convert', body: ConvertBody },
-  check_riggable: { path: 'check-riggable', body: CheckRiggableBody },
-  rig: { path: 'rig', body: RigBody },
-  retarget_animation: { path: 'retarget-animation', body: RetargetAnimationBody },
-  refine: { path: 'refine', body: RefineBody },
-  stylize: { path: 'stylize', body: StylizeBody },
-} as const satisfies Record<string, { path: string; body: TSchema }>;
+  segmentation: SegmentationBody,
+  completion: CompletionBody,
+  smart_lowpoly: SmartLowpolyBody,
+  texture: TextureBody,
+  convert: ConvertBody,
+  check_riggable: CheckRiggableBody,
+  rig: RigBody,
+  retarget_animation: RetargetAnimationBody,
+  refine: RefineBody,
+  stylize: StylizeBody,
+} as const satisfies Record<string, TSchema>;
 
 export type EditOperation = keyof typeof EDIT_OPERATIONS;
 

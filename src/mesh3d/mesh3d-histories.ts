@@ -17,8 +17,8 @@ import type { RigSpec } from './edit-rules.ts';
 import { familyOf } from './mesh3d-family.ts';
 import type { EditSource } from './validate-edit.ts';
 
-/** The result type of every 3D task. */
-export const MESH3D_OUTPUT_TYPE = '3d';
+/** The output type of the 3D models a task makes (the table's output of every 3D endpoint). */
+const MESH3D_OUTPUT_TYPE = '3d';
 
 /** Whether an endpoint is a 3D generation or edit (`mesh3d.generate.<kind>`, `mesh3d.edit.<op>`). */
 export function isMesh3dEndpoint(endpoint: string): boolean {

@@ -13,7 +13,7 @@ import type { TaskRow } from '../storage/schema.ts';
 import type { GenerationCaller, GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { FileSourceLookup } from './image-inputs.ts';
-import { MESH3D_OUTPUT_TYPE, Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
+import { Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
 import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from '../endpoints/mesh3d.ts';
 import { editOperationOf, validateEdit } from './validate-edit.ts';
 import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
@@ -83,7 +83,7 @@ export class Mesh3dService {
 
   private async submit(caller: GenerationCaller, job: Extract<TaskInput, { endpoint: `mesh3d.${string}` }>, model: LiveModel) {
     // Every 3D call is asynchronous: the task is queued and its id answered.
-    const outcome = await this.deps.generations.generate({ ...caller, ...job, outputType: MESH3D_OUTPUT_TYPE, model }, 'async');
+    const outcome = await this.deps.generations.generate({ ...caller, ...job, model }, 'async');
     return outcome.task;
   }
 }

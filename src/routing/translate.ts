@@ -5,31 +5,22 @@
  */
 import type { LiveModel } from '../catalog/catalog.ts';
 import { languageCapabilityOf } from '../catalog/capabilities.ts';
-import type { CapabilityName, ImageCapabilityFields, VideoCapabilityFields } from '../catalog/schema.ts';
+import type { Capabilities, CapabilityName, ImageCapabilityFields, VideoCapabilityFields } from '../catalog/schema.ts';
+import { ENDPOINTS, type Endpoint } from '../endpoints/endpoint-table.ts';
 import type { ChatParams, EndpointDeclaration } from '../providers/spec.ts';
 import type { Translation } from './router.ts';
 
 type Input = Record<string, unknown>;
 
-/** The capability types a model needs to run an endpoint's tasks (the first match by prefix). */
-const ENDPOINT_TYPES: [prefix: string, types: CapabilityName[]][] = [
-  ['images.generations', ['image_generate']],
-  ['ai.generations', ['image_generate']],
-  ['images.edits', ['image_edit']],
-  ['video.generations', ['video_generate', 'image_to_video', 'omni_video']],
-  ['song.generations', ['audio_generate']],
-  ['speech.generations', ['text_to_speech']],
-  ['digital-human.', ['digital_human_generate']],
-  ['mesh3d.generate.text', ['text_to_model']],
-  ['mesh3d.generate.image', ['image_to_model']],
-  ['mesh3d.generate.multiview', ['multiview_to_model']],
-  ['mesh3d.edit.', ['mesh_edit']],
-];
-
 const CHAT_TYPES: CapabilityName[] = ['text_generate', 'omni'];
 
 /** Fields the gateway itself reads from an input; never dropped. */
 const GATEWAY_FIELDS = new Set(['_metadata', 'options']);
+
+/** The first of the capability values `from` that the model has. */
+function firstCapability<C extends CapabilityName>(target: LiveModel, from: readonly C[]): Capabilities[C] | undefined {
+  return from.map((name) => target.capabilities[name]).find((value) => value !== undefined);
+}
 
 function list(value: readonly string[]): string {
   return value.join(', ');
@@ -179,13 +170,12 @@ function fitVideo(changes: Changes, capability: VideoCapabilityFields | undefine
  * its values are fitted to the model's capabilities, and fields its adapter does not read or
  * refuses are dropped.
  */
-export function translateTaskInput(endpoint: string, input: Input, target: LiveModel, declaration: EndpointDeclaration | undefined): Translation<Input> {
-  const types = ENDPOINT_TYPES.find(([prefix]) => endpoint.startsWith(prefix))?.[1];
-  if (types && !types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${list(types)})` };
+export function translateTaskInput(endpoint: Endpoint, input: Input, target: LiveModel, declaration: EndpointDeclaration | undefined): Translation<Input> {
+  const { capabilities: types, fallbackFit } = ENDPOINTS[endpoint];
+  if (!types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${list(types)})` };
   const changes = new Changes(structuredClone(input), target.alias);
-  if (endpoint === 'images.generations' || endpoint === 'ai.generations') fitImage(changes, target.capabilities.image_generate);
-  else if (endpoint === 'images.edits') fitImage(changes, target.capabilities.image_edit ?? target.capabilities.image_generate);
-  else if (endpoint === 'video.generations') fitVideo(changes, target.capabilities.video_generate ?? target.capabilities.image_to_video ?? target.capabilities.omni_video);
+  if (fallbackFit?.fit === 'image') fitImage(changes, firstCapability(target, fallbackFit.from));
+  else if (fallbackFit?.fit === 'video') fitVideo(changes, firstCapability(target, fallbackFit.from));
   for (const field of Object.keys(changes.input)) {
     if (GATEWAY_FIELDS.has(field) || changes.input[field] === undefined) continue;
     if (declaration?.refused?.includes(field)) changes.drop(field, `(provider ${target.providerCode}) refuses it`);

@@ -73,6 +73,6 @@ export class VideoService {
       for (const [ref, param] of mediaReferencesOf(item, `content[${i}]`)) this.generations.checkCallerUrl(ref, param);
     });
     const model = this.generations.resolveModel(alias, checkContent(input.content));
-    return this.generations.generate({ ...caller, endpoint: 'video.generations', model, outputType: 'video', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'video.generations', model, input }, mode);
   }
 }
