@@ -1,5 +1,5 @@
-/** What digital-human engines and the gateway hand each other: endpoints, output roles, the create run's report, a job's resource. */
-import type { DigitalHumanJobResource, DigitalHumanVideo } from './digital-human.ts';
+/** What digital-human engines and the gateway hand each other: endpoints, output roles, the create run's report. */
+import type { DigitalHumanVideo } from './digital-human.ts';
 
 /** Endpoint of POST /v1/digital-human/create. */
 export const DIGITAL_HUMAN_CREATE = 'digital-human.create';
@@ -16,5 +16,3 @@ export interface DigitalHumanCreateExtra {
   /** The upstream's own id of the trained avatar, when an upstream made it. */
   upstream_resource_id?: string;
 }
-
-export type { DigitalHumanJobResource };
