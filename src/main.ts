@@ -16,7 +16,7 @@ import { buildApp } from './http/app.ts';
 import { createMetricsRegistry } from './http/plugins/metrics.ts';
 import { TaskMetrics } from './tasks/task-metrics.ts';
 import type { AppServices } from './http/services.ts';
-import { InProcessEventBus, type EventBus } from './tasks/event-bus.ts';
+import { InProcessEventBus, type EventBus } from './storage/event-bus.ts';
 import { TasksRepo } from './storage/repos/tasks-repo.ts';
 import { DbTaskQueue } from './tasks/db-task-queue.ts';
 import type { TaskQueue } from './tasks/task-queue.ts';
@@ -30,15 +30,15 @@ import { GenerationService } from './tasks/generation-service.ts';
 import { ImageService } from './images/service.ts';
 import { VideoService } from './video/service.ts';
 import { AudioService } from './audio/service.ts';
-import { DigitalHumanGenerations } from './digital-human/service.ts';
+import { DigitalHumanGenerations } from './digital-human/digital-human-generations.ts';
 import { Mesh3dService } from './mesh3d/service.ts';
 import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
-import { createAgentServices } from './agent/agent-services.ts';
+import { createAgentServices } from './agent/create-agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
-import { DIGITAL_HUMAN_CREATE } from './digital-human/digital-human-engines.ts';
+import { DIGITAL_HUMAN_CREATE } from './endpoints/digital-human-engines.ts';
 import { recordCreatedResource } from './digital-human/record-created-resource.ts';
 import { CallbacksRepo } from './storage/repos/callbacks-repo.ts';
 import { CallbackDispatcher } from './tasks/callback-dispatcher.ts';
@@ -59,7 +59,7 @@ import { TranscriptionService } from './audio/transcription-service.ts';
 import { SpeechAudioService } from './audio/speech-audio.ts';
 import { OpenAiResponsesService } from './openai/responses-service.ts';
 import { OpenAiResponsesRepo } from './storage/repos/openai-responses-repo.ts';
-import { channelSpecs, checkRoutingConfig, routingPolicy } from './routing/channel-config.ts';
+import { channelSpecs, checkRoutingConfig, routingPolicy } from './config/channel-config.ts';
 import { ChannelRouter } from './routing/router.ts';
 import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
@@ -109,7 +109,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // With REDIS_URL the instances of a deployment share the queue and every bus message. The Redis
   // clients (ioredis, BullMQ: some 20 MB of memory) are loaded only then.
   const redisBus = settings.redisUrl
-    ? await (await import('./tasks/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: logger.child({ component: 'bus' }) })
+    ? await (await import('./storage/redis-event-bus.ts')).RedisEventBus.connect({ url: settings.redisUrl, prefix: settings.redisPrefix, timeoutMs: settings.redisTimeoutMs, logger: logger.child({ component: 'bus' }) })
     : undefined;
   const bus: EventBus = redisBus ?? new InProcessEventBus();
   bus.subscribe('token.revoked', ({ tokenId }) => tokens.forget(tokenId));

@@ -3,35 +3,8 @@
  * dynamic `import()`) of every module is a graph edge, and the graph must be acyclic.
  */
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
-import path from 'node:path';
 import { describe, it } from 'node:test';
-import ts from 'typescript';
-
-const SRC = path.resolve(import.meta.dirname, '../src');
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const full = path.join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(full);
-    return entry.name.endsWith('.ts') ? [full] : [];
-  });
-}
-
-/** Module -> the modules of src/ it imports, as paths relative to src/. */
-function importGraph(files: readonly string[]): Map<string, string[]> {
-  const graph = new Map<string, string[]>();
-  for (const file of files) {
-    const { importedFiles } = ts.preProcessFile(readFileSync(file, 'utf8'), true, true);
-    const targets = importedFiles
-      .map((imported) => imported.fileName)
-      .filter((specifier) => specifier.startsWith('.'))
-      .map((specifier) => path.relative(SRC, path.resolve(path.dirname(file), specifier)))
-      .filter((target) => target.endsWith('.ts') && !target.startsWith('..'));
-    graph.set(path.relative(SRC, file), [...new Set(targets)]);
-  }
-  return graph;
-}
+import { importGraph, SRC, sourceFiles } from './support/import-graph.ts';
 
 /** The strongly connected components with more than one module, or a module importing itself (Tarjan). */
 function cycles(graph: Map<string, string[]>): string[][] {
@@ -97,7 +70,7 @@ describe('import graph of src/', () => {
   it('reads the imports of every module', () => {
     assert.ok(graph.size > 50, `only ${graph.size} modules found under ${SRC}`);
     assert.ok(graph.get('main.ts')?.includes('tasks/task-service.ts'), 'main.ts imports the task service');
-    assert.ok(graph.get('main.ts')?.includes('tasks/redis-event-bus.ts'), 'dynamic imports count');
+    assert.ok(graph.get('main.ts')?.includes('storage/redis-event-bus.ts'), 'dynamic imports count');
   });
 
   it('finds a cycle when there is one', () => {

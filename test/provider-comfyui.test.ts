@@ -8,7 +8,7 @@ import { FakeComfyUI } from './fakes/comfyui-upstream.ts';
 import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type Json } from './support/provider-harness.ts';
 import { bindGraph, historyOutcome, refusalText, requestValues } from '../src/providers/comfyui/mapping.ts';
 import { loadWorkflows, WorkflowError, type Workflow } from '../src/providers/comfyui/workflow-catalog.ts';
-import type { TaskStatusEvent } from '../src/tasks/event-bus.ts';
+import type { TaskStatusEvent } from '../src/storage/event-bus.ts';
 
 const EXAMPLE = path.join(import.meta.dirname, '..', 'workflows', 'examples', 'sd15-text-to-image.json');
 const TEXT_TO_IMAGE = 'sd15-text-to-image';

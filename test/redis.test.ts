@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import sharp from 'sharp';
-import { RedisEventBus } from '../src/tasks/redis-event-bus.ts';
-import type { BusTopics, TaskStatusEvent } from '../src/tasks/event-bus.ts';
+import { RedisEventBus } from '../src/storage/redis-event-bus.ts';
+import type { BusTopics, TaskStatusEvent } from '../src/storage/event-bus.ts';
 import { dropSchema, postgresEnv, redisEnv, REDIS_URL, startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 

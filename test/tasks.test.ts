@@ -6,7 +6,7 @@ import { transition, type TaskState } from '../src/core/task-state.ts';
 import type { EngineRegistry } from '../src/providers/registry.ts';
 import { LocalEngine } from '../src/providers/local/local-engine.ts';
 import { TaskRejectedError, type GenerationEngine, type GenerationJob, type RunContext } from '../src/providers/spec.ts';
-import type { TaskStatusEvent } from '../src/tasks/event-bus.ts';
+import type { TaskStatusEvent } from '../src/storage/event-bus.ts';
 import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { runContext } from './support/run-context.ts';
 

@@ -1,4 +1,4 @@
-import type { ChatInputMessage, ChatInputPart } from '../chat/chat-input.ts';
+import type { ChatInputMessage, ChatInputPart } from '../core/chat-input.ts';
 import type { SkillOptions } from './skills-service.ts';
 
 /** Roles an agent request's messages may have. */

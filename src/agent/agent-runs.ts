@@ -2,7 +2,7 @@ import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { AgentsRepo } from '../storage/repos/agents-repo.ts';
 import type { AgentApprovalStatus } from '../storage/schema.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 
 /** A running agent stream as the instance holding it keeps it. */
 export interface RunHandle {

@@ -6,7 +6,7 @@ import type { AssetContext } from './asset-context.ts';
 import { contentKey, hashOf } from './asset-hash.ts';
 import { AssetIngest } from './asset-ingest.ts';
 import { normalizeSubfolder, safeFileName } from './asset-names.ts';
-import type { AssetJson } from './asset-record.ts';
+import type { AssetJson } from './asset-json.ts';
 import { AssetRecords } from './asset-records.ts';
 
 export interface OutputSpec {

@@ -5,7 +5,7 @@ import type { AssetRefRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
 import { mergeMetadata, projectMetadata, type JsonObject } from './asset-metadata.ts';
 import { MAX_RENAMES, nameParts, numberedName, numberOf } from './asset-names.ts';
-import { serializeAsset, type AssetJson, type AssetView } from './asset-record.ts';
+import { serializeAsset, type AssetJson, type AssetView } from './asset-json.ts';
 import { sortTags, type RootTag } from './asset-tags.ts';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -5,7 +5,7 @@ import type { AssetContext } from './asset-context.ts';
 import type { AssetIngest, IngestedContent } from './asset-ingest.ts';
 import type { JsonObject } from './asset-metadata.ts';
 import { MAX_NAME_LENGTH, MAX_RENAMES, numberedName, safeFileName } from './asset-names.ts';
-import type { AssetJson } from './asset-record.ts';
+import type { AssetJson } from './asset-json.ts';
 import type { AssetRecords } from './asset-records.ts';
 import { assertNoSystemTags, MISSING_TAG, rootTagOf, tagsForLocation, withRootTag, type RootTag } from './asset-tags.ts';
 

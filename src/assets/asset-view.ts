@@ -3,7 +3,7 @@ import { ApiError } from '../core/errors.ts';
 import type { AssetRefRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
 import { contentKey } from './asset-hash.ts';
-import type { AssetJson } from './asset-record.ts';
+import type { AssetJson } from './asset-json.ts';
 import type { AssetRecords } from './asset-records.ts';
 import { MISSING_TAG, type RootTag } from './asset-tags.ts';
 import type { MissingContentSweeper } from './asset-sweeper.ts';

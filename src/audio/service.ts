@@ -6,7 +6,7 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import { speechVoicesOf, speechVolumeRangeOf } from '../catalog/capabilities.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { MUSIC_WEIGHTS, type SongInput, type SpeechInput } from './schemas.ts';
+import { MUSIC_WEIGHTS, type SongInput, type SpeechInput } from '../endpoints/audio.ts';
 
 type Mode = 'sync' | 'async';
 
@@ -52,7 +52,7 @@ export class AudioService {
     const { model: alias, ...input } = body;
     const model = this.generations.resolveModel(alias, ['audio_generate']);
     checkSong(input, model);
-    return this.generations.generate({ ...caller, endpoint: 'song.generations', model, outputType: 'audio', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'song.generations', model, input }, mode);
   }
 
   /** POST /v1/speech/generations; `model` undefined: the catalog's default, `voice_id` undefined: its first voice. */
@@ -62,6 +62,6 @@ export class AudioService {
     const model = this.generations.resolveModel(alias, ['text_to_speech']);
     const input: SpeechInput = { ...rest, voice_id: voice ?? model.capabilities.text_to_speech?.voices?.[0]?.id ?? 'default' };
     checkSpeech(input, model);
-    return this.generations.generate({ ...caller, endpoint: 'speech.generations', model, outputType: 'audio', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'speech.generations', model, input }, mode);
   }
 }

@@ -7,7 +7,7 @@ import { ApiError } from '../core/errors.ts';
 import type { FileService } from '../files/file-service.ts';
 import { endedResult, ownFileBytes } from '../tasks/ended-result.ts';
 import type { GenerationCaller, GenerationOutcome } from '../tasks/generation-service.ts';
-import type { OpenAiSpeechBody, SpeechInput } from './schemas.ts';
+import type { OpenAiSpeechBody, SpeechInput } from '../endpoints/audio.ts';
 import type { AudioService } from './service.ts';
 
 const MIME_TYPES: Record<NonNullable<SpeechInput['format']>, string> = { mp3: 'audio/mpeg', wav: 'audio/wav', flac: 'audio/flac' };

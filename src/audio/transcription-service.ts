@@ -9,7 +9,7 @@ import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
 import type { SyncModelRegistry } from '../providers/registry.ts';
 import type { InputFile, Transcription, TranscriptionModel } from '../providers/spec.ts';
-import type { TranscriptionFields, TranscriptionFormat } from './schemas.ts';
+import type { TranscriptionFields, TranscriptionFormat } from '../endpoints/audio.ts';
 
 export interface TranscriptionServiceDeps {
   models: SyncModelRegistry<TranscriptionModel>;

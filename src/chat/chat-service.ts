@@ -5,7 +5,7 @@ import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
 import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage, ServedRoute } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
-import type { ChatCompletionInput, ChatInputMessage } from './chat-input.ts';
+import type { ChatCompletionInput, ChatInputMessage } from '../core/chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
 import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '../telemetry/tracing.ts';

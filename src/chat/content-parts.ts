@@ -10,7 +10,7 @@ import { ApiError } from '../core/errors.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import { guessMimeType } from '../core/mime-type.ts';
 import type { ChatContentPart, ChatMessage } from '../providers/spec.ts';
-import type { ChatInputMessage, ChatInputPart } from './chat-input.ts';
+import type { ChatInputMessage, ChatInputPart } from '../core/chat-input.ts';
 
 /** Which media a model reads natively; the rest reaches it as links in text. */
 export interface MediaSupport {

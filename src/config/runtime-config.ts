@@ -1,5 +1,10 @@
-import type { SettingsRepo } from '../storage/repos/settings-repo.ts';
 import type { CallbackSettings } from './settings.ts';
+
+/** Where the settings are kept: JSON values by key (storage/repos/settings-repo.ts). */
+export interface SettingsStore {
+  get<T>(key: string): Promise<T | undefined>;
+  put(key: string, value: unknown): Promise<void>;
+}
 
 export type CallbackConfig = Required<Pick<CallbackSettings, 'callback_timeout_ms' | 'callback_retry_delays_ms'>> &
   Pick<CallbackSettings, 'callback_url' | 'callback_secret'>;
@@ -15,7 +20,7 @@ export class RuntimeConfig {
   private cached: { value: Promise<CallbackConfig>; until: number } | undefined;
 
   constructor(
-    private readonly repo: SettingsRepo,
+    private readonly repo: SettingsStore,
     private readonly initial: CallbackSettings = {},
     /** Every task status change reads the callback; other instances' changes show within this time. */
     private readonly cacheMs = 1000,

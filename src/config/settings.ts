@@ -4,7 +4,6 @@ import path from 'node:path';
 import { Type, type Static } from 'typebox';
 import { Value } from 'typebox/value';
 import { AllowedHosts } from '../core/outbound-urls.ts';
-import { ModelPricing } from '../limits/pricing.ts';
 
 /**
  * One channel of a provider: its own endpoint and key, and how calls are spread over the
@@ -56,6 +55,19 @@ export const ProviderSettings = Type.Object({
   channels: Type.Optional(Type.Array(ChannelSettings, { minItems: 1 })),
 }, { additionalProperties: false });
 export type ProviderSettings = Static<typeof ProviderSettings>;
+
+/** Prices of a model in credits (limits/pricing.ts computes what a call costs under them). */
+const price = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
+
+export const ModelPricing = Type.Object({
+  input_per_million: price('credits per million input tokens'),
+  output_per_million: price('credits per million output tokens'),
+  per_image: price('credits per image made'),
+  per_second: price('credits per second of video or audio'),
+  per_1k_characters: price('credits per thousand characters of text read out'),
+  per_request: price('credits per call or task'),
+}, { additionalProperties: false });
+export type ModelPricing = Static<typeof ModelPricing>;
 
 /** Deployment override of one catalog model, keyed by alias; live values win over the catalog. */
 export const ModelOverride = Type.Object({

@@ -1,6 +1,6 @@
 /**
  * Parts of a task's result that the engines produce and the task record reports: the adapter
- * contract (providers/spec.ts) and the wire format (tasks/task-record.ts) both use them.
+ * contract (providers/spec.ts) and the wire format (core/task-status-record.ts) both use them.
  */
 
 /** The result's mediaSize. */

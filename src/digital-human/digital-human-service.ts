@@ -2,15 +2,7 @@ import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { DbHandle } from '../storage/db-handle.ts';
 import type { DigitalHumanRepo } from '../storage/repos/digital-human-repo.ts';
-
-/** The source video of a digital human, as its frames are played back. */
-export interface DigitalHumanVideo {
-  width: number;
-  height: number;
-  fps: number;
-  duration_seconds: number;
-  has_audio: boolean;
-}
+import type { DigitalHumanVideo } from '../endpoints/digital-human.ts';
 
 /** A digital-human resource as the gateway keeps it. */
 export interface DigitalHuman {

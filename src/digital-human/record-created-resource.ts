@@ -1,7 +1,7 @@
 import { blake3 } from 'hash-wasm';
 import { TaskFailedError } from '../providers/spec.ts';
 import type { EndHandler } from '../tasks/task-endings.ts';
-import { RESOURCE_ID_ROLE, SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from './digital-human-engines.ts';
+import { RESOURCE_ID_ROLE, SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../endpoints/digital-human-engines.ts';
 import type { DigitalHumanService } from './digital-human-service.ts';
 
 /**

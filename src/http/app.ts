@@ -37,7 +37,7 @@ import { audioRoutes } from './routes/audio.ts';
 import { imageEditRoutes } from './routes/image-edits.ts';
 import { embeddingRoutes, rerankRoutes } from './routes/embeddings.ts';
 import { openAiAudioRoutes } from './routes/audio-openai.ts';
-import { OPENAI_PREFIX, openAiRoutes } from '../openai/routes.ts';
+import { OPENAI_PREFIX, openAiRoutes } from './routes/openai.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;

@@ -7,7 +7,7 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { EndpointLimits } from '../providers/spec.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { MAX_EDIT_IMAGES, type ImageEditFields, type ImageEditInput, type ImagesEditJsonBody, type ImagesGenerationBody, type LegacyGenerationBody } from './schemas.ts';
+import { MAX_EDIT_IMAGES, type ImageEditFields, type ImageEditInput, type ImagesEditJsonBody, type ImagesGenerationBody, type LegacyGenerationBody } from '../endpoints/images.ts';
 
 type Mode = 'sync' | 'async';
 
@@ -48,14 +48,14 @@ export class ImageService {
     const limits = this.generations.declarationFor(model, 'images.generations')?.limits;
     checkSize(input.size, limits);
     checkOutputs(input.n, limits);
-    return this.generations.generate({ ...caller, endpoint: 'images.generations', model, outputType: 'image', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'images.generations', model, input }, mode);
   }
 
   /** The deprecated POST /v1/ai/generations: a workflow task, always asynchronous. */
   generateLegacy(caller: GenerationCaller, body: LegacyGenerationBody): Promise<GenerationOutcome> {
     const model = this.generations.resolveModel(body.model, ['image_generate']);
     const input = { ...body.params, ...(body.options ? { options: body.options } : {}) };
-    return this.generations.generate({ ...caller, endpoint: 'ai.generations', model, outputType: 'image', input }, 'async');
+    return this.generations.generate({ ...caller, endpoint: 'ai.generations', model, input }, 'async');
   }
 
   /**
@@ -80,6 +80,6 @@ export class ImageService {
     images.image.forEach((ref, i) => this.generations.checkCallerUrl(ref, images.image.length === 1 ? 'image' : `image[${i}]`));
     if (images.mask) this.generations.checkCallerUrl(images.mask, 'mask');
     const input: ImageEditInput = { ...checked.input, image: images.image, ...(images.mask ? { mask: images.mask } : {}) };
-    return this.generations.generate({ ...caller, endpoint: 'images.edits', model: checked.model, outputType: 'image', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'images.edits', model: checked.model, input }, mode);
   }
 }

@@ -4,12 +4,14 @@ import type { Principal } from '../auth/tokens.ts';
 import type { LimitsRepo } from '../storage/repos/limits-repo.ts';
 import type { UsageRepo } from '../storage/repos/usage-repo.ts';
 import type { UsageLedgerRow } from '../storage/schema.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
 import type { TaskAdmission } from '../tasks/generation-service.ts';
 import type { AdmitOutcome, LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
 import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
-import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption, type ModelPricing } from './pricing.ts';
+import type { ModelPricing } from '../config/settings.ts';
+import { storedEndpoint } from '../endpoints/endpoint-table.ts';
+import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption } from './pricing.ts';
 
 /** What limits and the ledger need of a model: its alias, its provider and prices. */
 export interface ModelInfo {
@@ -379,13 +381,13 @@ export class LimitsService {
     const result = ending.result;
     const input = JSON.parse(task.input) as Record<string, unknown>;
     const outputs = result.output_content ?? [];
-    const media = task.output_type === 'video' || task.output_type === 'audio';
+    const { meter } = storedEndpoint(task.endpoint);
     const used: Consumption = {
       inputTokens: result.usage?.input_tokens ?? 0,
       outputTokens: result.usage?.output_tokens ?? 0,
       images: outputs.filter((o) => o.type === 'image').length,
-      seconds: media ? secondsOf(input) ?? 0 : 0,
-      characters: task.endpoint.includes('speech') ? charactersOf(input) : 0,
+      seconds: meter === 'seconds' ? secondsOf(input) ?? 0 : 0,
+      characters: meter === 'characters' ? charactersOf(input) : 0,
     };
     const success = ending.status === 'success';
     const cost = success ? costOf(info?.pricing, used) : 0;

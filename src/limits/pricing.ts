@@ -1,21 +1,9 @@
 /**
- * Prices of a model (GENGATE_CONFIG `models.<alias>.pricing`, in credits) and what a call costs
- * under them: estimated from the request at admission, computed from what it used at its end.
+ * What a call costs under its model's prices (GENGATE_CONFIG `models.<alias>.pricing`, in credits):
+ * estimated from the request at admission, computed from what it used at its end.
  */
-import { Type, type Static } from 'typebox';
+import type { ModelPricing } from '../config/settings.ts';
 import { toMicro } from './limits.ts';
-
-const price = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
-
-export const ModelPricing = Type.Object({
-  input_per_million: price('credits per million input tokens'),
-  output_per_million: price('credits per million output tokens'),
-  per_image: price('credits per image made'),
-  per_second: price('credits per second of video or audio'),
-  per_1k_characters: price('credits per thousand characters of text read out'),
-  per_request: price('credits per call or task'),
-}, { additionalProperties: false });
-export type ModelPricing = Static<typeof ModelPricing>;
 
 /** What a call used, the quantities prices apply to. */
 export interface Consumption {

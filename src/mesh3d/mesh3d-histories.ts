@@ -13,12 +13,12 @@ import type { Mesh3dHistoryRow, TaskRow } from '../storage/schema.ts';
 import type { EndHandler } from '../tasks/task-endings.ts';
 import { parseResult, type TaskResult } from '../tasks/task-record.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { RigSpec } from './edit-rules.ts';
-import { familyOf } from './mesh3d-family.ts';
-import type { EditSource } from './validate-edit.ts';
+import type { RigSpec } from '../endpoints/mesh3d-edit-rules.ts';
+import { familyOf } from '../endpoints/mesh3d-family.ts';
+import type { EditSource } from '../endpoints/mesh3d-edit-checks.ts';
 
-/** The result type of every 3D task. */
-export const MESH3D_OUTPUT_TYPE = '3d';
+/** The output type of the 3D models a task makes (the table's output of every 3D endpoint). */
+const MESH3D_OUTPUT_TYPE = '3d';
 
 /** Whether an endpoint is a 3D generation or edit (`mesh3d.generate.<kind>`, `mesh3d.edit.<op>`). */
 export function isMesh3dEndpoint(endpoint: string): boolean {

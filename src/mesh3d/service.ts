@@ -12,11 +12,11 @@ import type { TaskInput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { GenerationCaller, GenerationService } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
-import type { FileSourceLookup } from './image-inputs.ts';
-import { MESH3D_OUTPUT_TYPE, Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
-import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from './schemas.ts';
-import { editOperationOf, validateEdit } from './validate-edit.ts';
-import { GENERATION_CAPABILITY, validateGeneration } from './validate-generation.ts';
+import type { FileSourceLookup } from '../endpoints/mesh3d-image-inputs.ts';
+import { Mesh3dHistories, isMesh3dEndpoint } from './mesh3d-histories.ts';
+import type { EditOperation, GenerationBody, GenerationKind, GenerationRequestBody } from '../endpoints/mesh3d.ts';
+import { editOperationOf, validateEdit } from '../endpoints/mesh3d-edit-checks.ts';
+import { GENERATION_CAPABILITY, validateGeneration } from '../endpoints/mesh3d-generation-checks.ts';
 
 export interface GenerationReply {
   material_id: string;
@@ -83,7 +83,7 @@ export class Mesh3dService {
 
   private async submit(caller: GenerationCaller, job: Extract<TaskInput, { endpoint: `mesh3d.${string}` }>, model: LiveModel) {
     // Every 3D call is asynchronous: the task is queued and its id answered.
-    const outcome = await this.deps.generations.generate({ ...caller, ...job, outputType: MESH3D_OUTPUT_TYPE, model }, 'async');
+    const outcome = await this.deps.generations.generate({ ...caller, ...job, model }, 'async');
     return outcome.task;
   }
 }

@@ -1,5 +1,5 @@
 /** OpenAI Responses input (items, instructions, tools, text format) translated to the chat service's input. */
-import type { ChatInputMessage, ChatInputPart } from '../chat/chat-input.ts';
+import type { ChatInputMessage, ChatInputPart } from '../core/chat-input.ts';
 import { ApiError } from '../core/errors.ts';
 import type { ChatParams, ChatTool, ChatToolChoice } from '../providers/spec.ts';
 import type { InputItemBody, InputPartBody, ResponsesRequest, TextFormatBody, ToolBody, ToolChoiceBody } from './responses-schemas.ts';

@@ -1,6 +1,6 @@
 /** Chat answers as OpenAI Responses: the response object, and the stream of its events in OpenAI's order. */
 import { randomUUID } from 'node:crypto';
-import type { ChatInputMessage } from '../chat/chat-input.ts';
+import type { ChatInputMessage } from '../core/chat-input.ts';
 import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatToolCall, ChatUsage } from '../providers/spec.ts';
 import type { OutputItem, ResponseObject, ResponsesRequest, ResponseUsage } from './responses-schemas.ts';
 

@@ -4,7 +4,7 @@
  * object (or its events), and a stored response keeps its conversation for the next turn.
  */
 import type { ChatService } from '../chat/chat-service.ts';
-import type { ChatInputMessage } from '../chat/chat-input.ts';
+import type { ChatInputMessage } from '../core/chat-input.ts';
 import { ApiError } from '../core/errors.ts';
 import type { OpenAiResponsesRepo } from '../storage/repos/openai-responses-repo.ts';
 import { chatParams, inputMessages } from './responses-input.ts';

@@ -28,7 +28,7 @@ import { LocalTranscriptionModel } from './local/audio/local-transcription-model
 import { ApiError } from '../core/errors.ts';
 import { TaskRejectedError, type ChatModel, type EmbeddingModel, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
-import { channelSpecs } from '../routing/channel-config.ts';
+import { channelSpecs } from '../config/channel-config.ts';
 
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {

@@ -2,27 +2,12 @@ import type { LiveModel } from '../catalog/catalog.ts';
 import type { BillingEntry, MediaSize, NodeStatus, Usage } from '../core/result-types.ts';
 
 export type { BillingEntry, MediaSize, NodeStatus, Usage };
-import type { ImageEditInput, ImageGenerationInput, LegacyGenerationInput } from '../images/schemas.ts';
-import type { VideoGenerationInput } from '../video/schemas.ts';
-import type { SongInput, SpeechInput } from '../audio/schemas.ts';
-import type { DigitalHumanCreateInput, DigitalHumanGenerationInput } from '../digital-human/schemas.ts';
-import type { Mesh3dEditInputs, Mesh3dGenerationInputs } from '../mesh3d/schemas.ts';
+import type { ChatContentPart, ChatMessage, ChatParams, ChatTool, ChatToolCall, ChatToolChoice } from '../core/chat-messages.ts';
 
-/** The task input of each generation endpoint: what its service stores and its engine receives. */
-export type TaskInputs = {
-  'images.generations': ImageGenerationInput;
-  'ai.generations': LegacyGenerationInput;
-  'images.edits': ImageEditInput;
-  'video.generations': VideoGenerationInput;
-  'song.generations': SongInput;
-  'speech.generations': SpeechInput;
-  'digital-human.create': DigitalHumanCreateInput;
-  'digital-human.generations': DigitalHumanGenerationInput;
-} & { [K in keyof Mesh3dGenerationInputs as `mesh3d.generate.${K}`]: Mesh3dGenerationInputs[K] }
-  & { [K in keyof Mesh3dEditInputs as `mesh3d.edit.${K}`]: Mesh3dEditInputs[K] };
+export type { ChatContentPart, ChatMessage, ChatParams, ChatTool, ChatToolCall, ChatToolChoice };
+import type { Endpoint, TaskInputs } from '../endpoints/endpoint-table.ts';
 
-/** A generation endpoint, e.g. `images.generations`. */
-export type Endpoint = keyof TaskInputs;
+export type { Endpoint, TaskInputs };
 
 /** An endpoint with its typed input: narrowing on `endpoint` types `input`. */
 export type TaskInput = { [E in Endpoint]: { endpoint: E; input: TaskInputs[E] } }[Endpoint];
@@ -186,59 +171,6 @@ export interface GenerationEngine {
 }
 
 // ---- Chat: what answers POST /v1/chat/completions and the agent's model calls ----
-
-/** A content part as a chat model receives it: media by URL (base64 was uploaded before), or as text. */
-export type ChatContentPart =
-  | { type: 'text'; text: string }
-  | { type: 'image_url'; image_url: { url: string; detail?: string } }
-  | { type: 'video_url'; video_url: { url: string } }
-  | { type: 'input_audio'; input_audio: { url: string; format?: string } }
-  | { type: 'audio_url'; audio_url: { url: string } }
-  | { type: 'file_url'; file_url: { url: string; file_name?: string } };
-
-export interface ChatToolCall {
-  id: string;
-  type: 'function';
-  function: { name: string; arguments: string };
-}
-
-/** One message of a conversation (OpenAI chat shape); other fields a client sent travel along. */
-export interface ChatMessage {
-  role: 'system' | 'developer' | 'user' | 'assistant' | 'tool';
-  content: string | ChatContentPart[] | null;
-  name?: string;
-  /** An assistant's calls of the request's tools. */
-  tool_calls?: ChatToolCall[];
-  /** The call a `tool` message answers. */
-  tool_call_id?: string;
-  /**
-   * An assistant turn's thinking blocks, as Anthropic sent them: Anthropic wants them back,
-   * unchanged, with the turn's tool calls. Other upstreams never get them.
-   */
-  thinking_blocks?: unknown[];
-}
-
-export interface ChatTool {
-  type: 'function';
-  function: { name: string; description?: string; parameters?: Record<string, unknown>; strict?: boolean | null };
-}
-
-export type ChatToolChoice = 'none' | 'auto' | 'required' | { type: 'function'; function: { name: string } };
-
-/** The OpenAI parameters of a call; any other key is a provider parameter passed on as it is. */
-export interface ChatParams {
-  temperature?: number;
-  top_p?: number;
-  max_tokens?: number;
-  max_completion_tokens?: number;
-  stop?: string | string[] | null;
-  tools?: ChatTool[];
-  tool_choice?: ChatToolChoice;
-  response_format?: { type: string; [field: string]: unknown };
-  stream_options?: { include_usage?: boolean; [field: string]: unknown } | null;
-  user?: string;
-  [name: string]: unknown;
-}
 
 /** One chat call: the model, the whole conversation (history included) and the parameters. */
 export interface ChatRequest {

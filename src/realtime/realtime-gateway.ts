@@ -4,7 +4,7 @@ import type { Logger } from 'pino';
 import { WebSocketServer } from 'ws';
 import type { AgentRuns } from '../agent/agent-runs.ts';
 import type { TokenService } from '../auth/tokens.ts';
-import type { EventBus, TaskStatusEvent } from '../tasks/event-bus.ts';
+import type { EventBus, TaskStatusEvent } from '../storage/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { DRAW_CHANNEL, type ServerMessage } from './realtime-protocol.ts';
 import { RealtimeSession } from './realtime-session.ts';

@@ -5,7 +5,7 @@ import type { TokenService } from '../auth/tokens.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId, newSecret } from '../core/ids.ts';
 import { isTerminal } from '../core/task-state.ts';
-import type { TaskStatusEvent } from '../tasks/event-bus.ts';
+import type { TaskStatusEvent } from '../storage/event-bus.ts';
 import { statusRecordOf } from '../tasks/task-record.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AUTH_METHODS, CLOSE_CODES, PROTOCOL_VERSION, validators, type HandshakeCloseCode, type ServerMessage, type SessionAuthenticate } from './realtime-protocol.ts';

@@ -1,4 +1,4 @@
-import type { TaskStatusEvent } from '../tasks/event-bus.ts';
+import type { TaskStatusEvent } from '../storage/event-bus.ts';
 import { DRAW_CHANNEL } from './realtime-protocol.ts';
 
 /** What the registry needs to know of an authenticated session. */

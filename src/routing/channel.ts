@@ -3,7 +3,7 @@
  * doing (calls in flight) and how it has fared (failures in a row, the last minute's calls and
  * errors, recent latencies). Plain counters: recording a call costs a few assignments.
  */
-import type { ChannelSpec } from './channel-config.ts';
+import type { ChannelSpec } from '../config/channel-config.ts';
 
 export type ChannelState = 'healthy' | 'cooling_down' | 'disabled';
 

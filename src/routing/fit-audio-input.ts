@@ -4,7 +4,7 @@
  * take becomes its own or is dropped.
  */
 import { speechVoicesOf, speechVolumeRangeOf } from '../catalog/capabilities.ts';
-import { SPEECH_FORMATS } from '../audio/schemas.ts';
+import { SPEECH_FORMATS } from '../endpoints/audio.ts';
 import { listOf, type InputFitter } from './input-changes.ts';
 import { clamp } from './nearest-values.ts';
 

@@ -6,12 +6,12 @@
  */
 import type { Model3dCapabilityFields } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
-import { CAPABILITY_OPTIONS, GENERATION_FIELDS, familyRulesOf, type GenerationField, type Topology } from '../mesh3d/generation-rules.ts';
-import { checkViews } from '../mesh3d/image-inputs.ts';
-import { familyOf } from '../mesh3d/mesh3d-family.ts';
-import type { EditOperation, GenerationKind, ResolvedTexturePrompt, ResolvedView } from '../mesh3d/schemas.ts';
-import { texturePromptModes } from '../mesh3d/validate-edit.ts';
-import { GENERATION_CAPABILITY, faceLimitRange, supportsField, viewRuleOf } from '../mesh3d/validate-generation.ts';
+import { CAPABILITY_OPTIONS, GENERATION_FIELDS, familyRulesOf, type GenerationField, type Topology } from '../endpoints/mesh3d-generation-rules.ts';
+import { checkViews } from '../endpoints/mesh3d-image-inputs.ts';
+import { familyOf } from '../endpoints/mesh3d-family.ts';
+import type { EditOperation, GenerationKind, ResolvedTexturePrompt, ResolvedView } from '../endpoints/mesh3d.ts';
+import { texturePromptModes } from '../endpoints/mesh3d-edit-checks.ts';
+import { GENERATION_CAPABILITY, faceLimitRange, supportsField, viewRuleOf } from '../endpoints/mesh3d-generation-checks.ts';
 import { listOf, type InputFitter } from './input-changes.ts';
 import { clamp } from './nearest-values.ts';
 

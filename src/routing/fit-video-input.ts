@@ -5,8 +5,8 @@
  */
 import { durationRangesOf, mapOrListValues, videoCapabilityOf } from '../catalog/capabilities.ts';
 import type { VideoCapabilityFields } from '../catalog/schema.ts';
-import { capabilitiesForContent } from '../video/content-capabilities.ts';
-import type { VideoContentItem } from '../video/schemas.ts';
+import { capabilitiesForContent } from '../endpoints/video-content-capabilities.ts';
+import type { VideoContentItem } from '../endpoints/video.ts';
 import { listOf, type InputChanges, type InputFitter } from './input-changes.ts';
 import { describeRatios, inRange, nearestBy, nearestInRanges, nearestNumber, nearestRatioText, parseLines } from './nearest-values.ts';
 

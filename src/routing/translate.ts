@@ -6,6 +6,7 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import { languageCapabilityOf } from '../catalog/capabilities.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
+import { ENDPOINTS, type Endpoint, type FallbackFit } from '../endpoints/endpoint-table.ts';
 import type { ChatParams, EndpointDeclaration } from '../providers/spec.ts';
 import { fitSongInput, fitSpeechInput } from './fit-audio-input.ts';
 import { fitImageInput } from './fit-image-input.ts';
@@ -17,25 +18,16 @@ import type { Translation } from './router.ts';
 
 type Input = Record<string, unknown>;
 
-/**
- * Per endpoint (the first match by prefix): the capability types a model needs to run its
- * tasks, and what fits an input to a fallback model's capabilities.
- */
-const ENDPOINT_RULES: [prefix: string, types: CapabilityName[], fit?: InputFitter][] = [
-  ['images.generations', ['image_generate'], fitImageInput],
-  ['ai.generations', ['image_generate'], fitImageInput],
-  ['images.edits', ['image_edit'], fitImageInput],
-  // The content decides which of these the model needs (fitVideoInput).
-  ['video.generations', ['video_generate', 'image_to_video', 'omni_video'], fitVideoInput],
-  ['song.generations', ['audio_generate'], fitSongInput],
-  ['speech.generations', ['text_to_speech'], fitSpeechInput],
-  // Their capability is a type alone: nothing to fit.
-  ['digital-human.', ['digital_human_generate']],
-  ['mesh3d.generate.text', ['text_to_model'], fitMesh3dGenerationInput],
-  ['mesh3d.generate.image', ['image_to_model'], fitMesh3dGenerationInput],
-  ['mesh3d.generate.multiview', ['multiview_to_model'], fitMesh3dGenerationInput],
-  ['mesh3d.edit.', ['mesh_edit'], fitMeshEditInput],
-];
+/** What fits an input to a fallback model's capabilities, by the endpoint table's `fallbackFit`. */
+const FITTERS: Record<FallbackFit, InputFitter> = {
+  image: fitImageInput,
+  // The content decides which of the endpoint's capability types the model needs.
+  video: fitVideoInput,
+  song: fitSongInput,
+  speech: fitSpeechInput,
+  'mesh3d-generation': fitMesh3dGenerationInput,
+  'mesh3d-edit': fitMeshEditInput,
+};
 
 const CHAT_TYPES: CapabilityName[] = ['text_generate', 'omni'];
 
@@ -50,11 +42,11 @@ const GATEWAY_FIELDS = new Set(['_metadata', 'options']);
  * its values are fitted to the model's capabilities, and fields its adapter does not read or
  * refuses are dropped.
  */
-export function translateTaskInput(endpoint: string, input: Input, target: LiveModel, declaration: EndpointDeclaration | undefined): Translation<Input> {
-  const [, types, fit] = ENDPOINT_RULES.find(([prefix]) => endpoint.startsWith(prefix)) ?? [];
-  if (types && !types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${listOf(types)})` };
+export function translateTaskInput(endpoint: Endpoint, input: Input, target: LiveModel, declaration: EndpointDeclaration | undefined): Translation<Input> {
+  const { capabilities: types, fallbackFit } = ENDPOINTS[endpoint];
+  if (!types.some((t) => target.modelTypes.includes(t))) return { skip: `fallback model ${target.alias} cannot do ${endpoint} (it has none of ${listOf(types)})` };
   const changes = new InputChanges(structuredClone(input), target.alias);
-  const misfit = fit?.(changes, { endpoint, target, declaration });
+  const misfit = fallbackFit && FITTERS[fallbackFit](changes, { endpoint, target, declaration });
   if (misfit) return { skip: `fallback model ${target.alias} ${misfit}` };
   for (const field of Object.keys(changes.input)) {
     if (GATEWAY_FIELDS.has(field) || changes.input[field] === undefined) continue;

@@ -5,7 +5,7 @@ import type { CallbackConfig, RuntimeConfig } from '../config/runtime-config.ts'
 import type { CallbacksRepo, DeliveryOutcome, RecordedAttempt } from '../storage/repos/callbacks-repo.ts';
 import type { CallbackAttemptRow, CallbackDeliveryRow } from '../storage/schema.ts';
 import { CallbackSender, type CallbackResponse } from './callback-sender.ts';
-import type { EventBus } from './event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import { OutagePace, retryWhileDatabaseUnavailable } from '../storage/database-unavailable.ts';
 
 export interface CallbackDispatcherOptions {

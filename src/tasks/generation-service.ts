@@ -1,6 +1,7 @@
 import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
+import { ENDPOINTS } from '../endpoints/endpoint-table.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
 import type { Endpoint, EndpointDeclaration, TaskInput } from '../providers/spec.ts';
@@ -30,8 +31,6 @@ export interface GenerationCaller {
 export type GenerationRequest = GenerationCaller & TaskInput & {
   /** From resolveModel. */
   model: LiveModel;
-  /** The result type of the outputs. */
-  outputType: string;
 };
 
 export type GenerationOutcome =
@@ -107,7 +106,7 @@ export class GenerationService {
       endpoint: request.endpoint,
       model: model.alias,
       provider: model.providerCode,
-      outputType: request.outputType,
+      outputType: ENDPOINTS[request.endpoint].output,
       cancellable: engine.cancellable,
       input: request.input,
       warnings,

@@ -6,7 +6,7 @@ import type { EngineRegistry } from '../providers/registry.ts';
 import type { TaskRouting } from '../routing/task-routing.ts';
 import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GenerationJob, type GenerationOutput, type TaskInput } from '../providers/spec.ts';
 import type { TaskRow } from '../storage/schema.ts';
-import type { EventBus } from './event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import { InputUnavailableError, type InputReader } from './input-reader.ts';
 import { UrlNotAllowedError } from './outbound-fetch.ts';
 import type { TaskClaim } from './task-queue.ts';

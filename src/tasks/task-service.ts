@@ -7,7 +7,7 @@ import type { GenerationOutput } from '../providers/spec.ts';
 import type { RuntimeConfig } from '../config/runtime-config.ts';
 import type { CallbackDeliveryRow, TaskRow } from '../storage/schema.ts';
 import type { TasksRepo, TaskPatch } from '../storage/repos/tasks-repo.ts';
-import type { EventBus, TaskStatusEvent } from './event-bus.ts';
+import type { EventBus, TaskStatusEvent } from '../storage/event-bus.ts';
 import type { TaskQueue } from './task-queue.ts';
 import { TaskEndings, type EndHandler, type EndpointMatch, type PreparedEnd, type TaskEnding } from './task-endings.ts';
 import { parseResult, statusRecordOf, type TaskResult, type TaskStatusRecord } from './task-record.ts';

@@ -6,8 +6,8 @@
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { capabilitiesForContent } from './content-capabilities.ts';
-import { CONTENT_TYPES, ROLE_TYPES, type ContentRole, type VideoContentItem, type VideoGenerationBody } from './schemas.ts';
+import { capabilitiesForContent } from '../endpoints/video-content-capabilities.ts';
+import { CONTENT_TYPES, ROLE_TYPES, type ContentRole, type VideoContentItem, type VideoGenerationBody } from '../endpoints/video.ts';
 
 /** Roles that may appear once per request. */
 const SINGLE_ROLES: readonly ContentRole[] = ['first_frame', 'last_frame'];
@@ -71,6 +71,6 @@ export class VideoService {
       for (const [ref, param] of mediaReferencesOf(item, `content[${i}]`)) this.generations.checkCallerUrl(ref, param);
     });
     const model = this.generations.resolveModel(alias, checkContent(input.content));
-    return this.generations.generate({ ...caller, endpoint: 'video.generations', model, outputType: 'video', input }, mode);
+    return this.generations.generate({ ...caller, endpoint: 'video.generations', model, input }, mode);
   }
 }

@@ -1,6 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { OpenAiSpeechBody, TranscriptionFields } from '../../audio/schemas.ts';
+import { OpenAiSpeechBody, TranscriptionFields } from '../../endpoints/audio.ts';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { InputFile } from '../../providers/spec.ts';

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { SongBody, SpeechBody } from '../../audio/schemas.ts';
+import { SongBody, SpeechBody } from '../../endpoints/audio.ts';
 import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 

@@ -1,6 +1,6 @@
 import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../chat/chat-input.ts';
+import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../core/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
 import { jsonText } from '../../providers/kept-json.ts';
 import { routeHeaders } from '../route-headers.ts';

@@ -1,6 +1,6 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { RESOURCE_ID_ROLE } from '../../digital-human/digital-human-engines.ts';
-import { DigitalHumanCreateBody, DigitalHumanGenerationBody } from '../../digital-human/schemas.ts';
+import { RESOURCE_ID_ROLE } from '../../endpoints/digital-human-engines.ts';
+import { DigitalHumanCreateBody, DigitalHumanGenerationBody } from '../../endpoints/digital-human.ts';
 import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 

@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ImagesGenerationBody, LegacyGenerationBody } from '../../images/schemas.ts';
+import { ImagesGenerationBody, LegacyGenerationBody } from '../../endpoints/images.ts';
 import { asyncBody, asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 import type { DrawResponse } from '../../tasks/task-record.ts';

@@ -5,7 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { FileService, PendingFile } from '../../files/file-service.ts';
-import { ImagesEditFormFields, ImagesEditJsonBody, MAX_EDIT_IMAGES } from '../../images/schemas.ts';
+import { ImagesEditFormFields, ImagesEditJsonBody, MAX_EDIT_IMAGES } from '../../endpoints/images.ts';
 import type { CheckedImageEdit } from '../../images/service.ts';
 import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';

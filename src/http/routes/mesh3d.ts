@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../mesh3d/schemas.ts';
+import { ENDPOINTS, routePath } from '../../endpoints/endpoint-table.ts';
+import { EDIT_OPERATIONS, GENERATION_KINDS, type EditOperation, type GenerationBody, type GenerationKind } from '../../endpoints/mesh3d.ts';
 import { callerOf } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 
@@ -17,7 +18,7 @@ export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
   const { mesh3d } = services;
 
   for (const kind of Object.keys(GENERATION_KINDS) as GenerationKind[]) {
-    app.post(`/v1/mesh3d/generate/${kind}`, {
+    for (const route of ENDPOINTS[`mesh3d.generate.${kind}`].routes) app.post(routePath(route), {
       schema: {
         tags: ['mesh3d'],
         summary: `Generate a 3D model from ${kind === 'text' ? 'text' : kind === 'image' ? 'one image' : 'several views'}`,
@@ -31,14 +32,14 @@ export const mesh3dRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
   }
 
   for (const op of Object.keys(EDIT_OPERATIONS) as EditOperation[]) {
-    app.post(`/v1/mesh3d/edit/${EDIT_OPERATIONS[op].path}`, {
+    for (const route of ENDPOINTS[`mesh3d.edit.${op}`].routes) app.post(routePath(route), {
       schema: {
         tags: ['mesh3d'],
         summary: `3D edit: ${op.replaceAll('_', ' ')}`,
         description: `${ASYNC_NOTE} history_id names the history to edit; the answer's history_id is the new one.`,
         security,
         headers,
-        body: EDIT_OPERATIONS[op].body,
+        body: EDIT_OPERATIONS[op],
         response: { 200: EditReply },
       },
     }, async (request) => mesh3d.edit(op, request.body as Record<string, unknown> & { history_id: string; model?: string }, callerOf(request)));

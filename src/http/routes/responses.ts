@@ -3,7 +3,7 @@ import type { MultipartFile } from '@fastify/multipart';
 import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { INPUT_ROLES, parseJsonInput, type ResponsesInput } from '../../agent/agent-input.ts';
-import type { ChatInputPart } from '../../chat/chat-input.ts';
+import type { ChatInputPart } from '../../core/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
 import { routeHeaders } from '../route-headers.ts';
 import { ApiError } from '../../core/errors.ts';

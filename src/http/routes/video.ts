@@ -1,5 +1,5 @@
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { VideoGenerationBody } from '../../video/schemas.ts';
+import { VideoGenerationBody } from '../../endpoints/video.ts';
 import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
 import type { AppServices } from '../services.ts';
 

@@ -2,7 +2,7 @@
  * Black Forest Labs FLUX Kontext: image requests → the body of POST /v1/flux-kontext-*, and the
  * get_result replies → task states. Pure functions.
  */
-import type { ImageEditInput, ImageGenerationInput } from '../../images/schemas.ts';
+import type { ImageEditInput, ImageGenerationInput } from '../../endpoints/images.ts';
 import { TaskFailedError, TaskRejectedError, type EngineDeclaration } from '../spec.ts';
 
 /** Kontext's own options, taken from the request as they are. */

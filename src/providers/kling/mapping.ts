@@ -6,7 +6,7 @@
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { mapOrListValues } from '../../catalog/capabilities.ts';
 import type { VideoCapabilityFields } from '../../catalog/schema.ts';
-import type { VideoContentItem, VideoGenerationInput } from '../../video/schemas.ts';
+import type { VideoContentItem, VideoGenerationInput } from '../../endpoints/video.ts';
 import { TaskFailedError, TaskRejectedError } from '../spec.ts';
 
 /** The Kling task families this adapter submits to (`/v1/videos/<family>`). */

@@ -1,4 +1,5 @@
 import { setTimeout as delay } from 'node:timers/promises';
+import { ENDPOINT_NAMES, ENDPOINTS, type EndpointRow, type LocalHandlerKey, type LocalHandlerKeys } from '../../endpoints/endpoint-table.ts';
 import { TaskRejectedError, type Endpoint, type EngineDeclaration, type GenerationEngine, type GenerationJob, type GenerationOutput, type RunContext } from '../spec.ts';
 import type { LocalHandler } from './local-handler.ts';
 import { MAX_IMAGE_SIDE } from './image/image-size.ts';
@@ -12,34 +13,34 @@ const PROGRESS_STEPS = [10, 30, 50, 70, 90];
 /** The saved state of a run: how many progress steps it reported. */
 const SAVED_STEPS = 'local_progress_steps';
 
-type HandlerLoader<E extends Endpoint> = () => Promise<LocalHandler<E>>;
-type MeshEndpoint = Extract<Endpoint, `mesh3d.${string}`>;
-
-/** The /v1/mesh3d endpoints of mesh/mesh-handlers.ts, named here so that module loads only when one runs. */
-export const MESH_ENDPOINTS = (['generate.text', 'generate.image', 'generate.multiview', 'edit.segmentation', 'edit.completion', 'edit.smart_lowpoly', 'edit.texture', 'edit.convert', 'edit.check_riggable', 'edit.rig', 'edit.retarget_animation', 'edit.refine', 'edit.stylize'] as const).map((name): MeshEndpoint => `mesh3d.${name}`);
-const meshHandler = <E extends MeshEndpoint>(endpoint: E): HandlerLoader<E> => async () => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint];
+/** The endpoints whose row in the table names the handler K. */
+type EndpointsOf<K extends LocalHandlerKey> = { [E in Endpoint]: LocalHandlerKeys[E] extends K ? E : never }[Endpoint];
+type HandlerLoader<E extends Endpoint> = (endpoint: E) => Promise<LocalHandler<E>>;
 
 /**
- * What the local engine does for each generation endpoint. Each handler's module (and the
- * image, audio, video and mesh libraries behind it) loads on first use, so a gateway that never
- * runs one does not keep it in memory.
+ * What the local engine does for each handler of the endpoint table. Each handler's module (and
+ * the image, audio, video and mesh libraries behind it) loads on first use, so a gateway that
+ * never runs one does not keep it in memory.
  */
-const HANDLERS: { [E in Endpoint]: HandlerLoader<E> } = {
-  'images.generations': async () => (await import('./image/generate-image.ts')).generateImage,
-  'ai.generations': async () => (await import('./image/generate-image.ts')).generateImage,
-  'images.edits': async () => (await import('./image/edit-image.ts')).editImage,
-  'song.generations': async () => (await import('./audio/generate-song.ts')).generateSong,
-  'speech.generations': async () => (await import('./audio/generate-speech.ts')).generateSpeech,
-  'video.generations': async () => (await import('./video/generate-video.ts')).generateVideo,
-  'digital-human.create': async () => (await import('./video/create-digital-human.ts')).createDigitalHuman,
-  'digital-human.generations': async () => (await import('./video/lip-sync-video.ts')).lipSyncVideo,
-  ...(Object.fromEntries(MESH_ENDPOINTS.map((endpoint) => [endpoint, meshHandler(endpoint)])) as { [E in MeshEndpoint]: HandlerLoader<E> }),
+export const LOCAL_HANDLERS: { [K in LocalHandlerKey]: HandlerLoader<EndpointsOf<K>> } = {
+  'generate-image': async () => (await import('./image/generate-image.ts')).generateImage,
+  'edit-image': async () => (await import('./image/edit-image.ts')).editImage,
+  'generate-song': async () => (await import('./audio/generate-song.ts')).generateSong,
+  'generate-speech': async () => (await import('./audio/generate-speech.ts')).generateSpeech,
+  'generate-video': async () => (await import('./video/generate-video.ts')).generateVideo,
+  'create-digital-human': async () => (await import('./video/create-digital-human.ts')).createDigitalHuman,
+  'lip-sync-video': async () => (await import('./video/lip-sync-video.ts')).lipSyncVideo,
+  // Each 3D endpoint has its own handler there; TypeScript sees the union of them all.
+  mesh: async (endpoint) => (await import('./mesh/mesh-handlers.ts')).MESH_HANDLERS[endpoint] as LocalHandler<EndpointsOf<'mesh'>>,
 };
 
-/** Every handler's endpoint; the image ones draw sides up to MAX_IMAGE_SIDE. Workflow parameters are read as they come. */
-const LOCAL_DECLARATION: EngineDeclaration = Object.fromEntries(Object.keys(HANDLERS).map((endpoint) => [
+/** The /v1/mesh3d endpoints, whose handlers are mesh/mesh-handlers.ts's. */
+export const MESH_ENDPOINTS = ENDPOINT_NAMES.filter((endpoint) => ENDPOINTS[endpoint].local === 'mesh');
+
+/** Every endpoint of the table; the image ones draw sides up to MAX_IMAGE_SIDE. Workflow parameters are read as they come. */
+const LOCAL_DECLARATION: EngineDeclaration = Object.fromEntries(ENDPOINT_NAMES.map((endpoint) => [
   endpoint,
-  endpoint.startsWith('images.') || endpoint === 'ai.generations' ? { limits: { maxImageSide: MAX_IMAGE_SIDE } } : {},
+  ENDPOINTS[endpoint].output === 'image' ? { limits: { maxImageSide: MAX_IMAGE_SIDE } } : {},
 ]));
 
 /**
@@ -53,11 +54,12 @@ export class LocalEngine implements GenerationEngine {
   constructor(private readonly opts: LocalEngineOptions) {}
 
   private async handlerOf(job: GenerationJob): Promise<LocalHandler> {
-    // HANDLERS pairs each endpoint with the handler of that endpoint's input, so the job's own
+    // The table pairs each endpoint with a handler of that endpoint's input, so the job's own
     // endpoint picks a handler that reads its input; TypeScript cannot follow that pairing.
-    const load = HANDLERS[job.endpoint] as HandlerLoader<Endpoint> | undefined;
-    if (!load) throw new TaskRejectedError(`the local engine has no ${job.endpoint} support`);
-    return load();
+    // A stored task's endpoint is read back as it was written.
+    const row = ENDPOINTS[job.endpoint] as EndpointRow | undefined;
+    if (!row) throw new TaskRejectedError(`the local engine has no ${job.endpoint} support`);
+    return (LOCAL_HANDLERS[row.local] as HandlerLoader<Endpoint>)(job.endpoint);
   }
 
   async check(job: GenerationJob): Promise<void> {

@@ -7,7 +7,7 @@ import { loadSharp } from '../load-sharp.ts';
 import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import type { Usage } from '../spec.ts';
 import { TaskFailedError, type EngineDeclaration, type GenerationJob, type InputFile, type JobOf } from '../spec.ts';
-import type { ImageGenerationInput } from '../../images/schemas.ts';
+import type { ImageGenerationInput } from '../../endpoints/images.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
 export const IMAGE_ENDPOINTS = {

@@ -5,7 +5,7 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
-import type { EditTaskSource, ResolvedFile, ResolvedTexturePrompt, ResolvedView } from '../../mesh3d/schemas.ts';
+import type { EditTaskSource, ResolvedFile, ResolvedTexturePrompt, ResolvedView } from '../../endpoints/mesh3d.ts';
 import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../spec.ts';
 
 /** Gateway endpoints → Tripo task types (smart low-poly's wire name is highpoly_to_lowpoly). */

@@ -1,5 +1,5 @@
 import { SettingsError } from '../../config/settings.ts';
-import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../../digital-human/digital-human-engines.ts';
+import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../../endpoints/digital-human-engines.ts';
 import { readVideoInput } from '../local/video/media-input.ts';
 import { downloadFile, fetchableUrl, replyJson, stringOption, type AdapterContext, type AdapterFactory } from '../adapter-support.ts';
 import { TaskRejectedError, inputOf, type EngineDeclaration, type GenerationJob, type RunContext } from '../spec.ts';

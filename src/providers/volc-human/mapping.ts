@@ -1,6 +1,6 @@
 import type { LiveModel } from '../../catalog/catalog.ts';
-import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../digital-human/digital-human-engines.ts';
-import { digitalHumanModeOf, type DigitalHumanMode } from '../../digital-human/digital-human-options.ts';
+import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../endpoints/digital-human-engines.ts';
+import { digitalHumanModeOf, type DigitalHumanMode } from '../../endpoints/digital-human-options.ts';
 import type { VideoInput } from '../local/video/media-input.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import { TaskFailedError, type GenerationOutput, type TaskInputs } from '../spec.ts';

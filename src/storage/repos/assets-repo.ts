@@ -1,7 +1,7 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { DbHandle } from '../db-handle.ts';
 import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow, Database } from '../schema.ts';
-import { metaValueOf } from '../../assets/asset-metadata.ts';
+import { metaValueOf } from '../meta-value.ts';
 
 const MISSING = 'missing';
 /** Keeps `IN (…)` lists well under the parameter limits of both dialects. */

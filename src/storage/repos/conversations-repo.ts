@@ -1,4 +1,4 @@
-import type { ChatMessage } from '../../providers/spec.ts';
+import type { ChatMessage } from '../../core/chat-messages.ts';
 import type { Db } from '../db.ts';
 
 /** SQL for chat conversations: each owner's messages of a conversation, in order. */

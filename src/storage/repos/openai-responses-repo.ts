@@ -1,4 +1,4 @@
-import type { ChatInputMessage } from '../../chat/chat-input.ts';
+import type { ChatInputMessage } from '../../core/chat-input.ts';
 import type { Db } from '../db.ts';
 
 /** A stored response: the conversation it ends and the response object. */

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Sharp } from 'sharp';
-import type { ImageGenerationInput } from '../../../images/schemas.ts';
+import type { ImageGenerationInput } from '../../../endpoints/images.ts';
 import type { GeneratedFile, JobContext, JobOf } from '../../spec.ts';
 
 export type OutputFormat = 'png' | 'jpeg' | 'webp';

@@ -7,7 +7,7 @@ import type { Document, Texture } from '@gltf-transform/core';
 import { cloneDocument, meshopt } from '@gltf-transform/functions';
 import { MeshoptEncoder } from 'meshoptimizer';
 import sharp from 'sharp';
-import type { EditOperation, ResolvedView, RigSpec } from '../../../mesh3d/schemas.ts';
+import type { EditOperation, ResolvedView, RigSpec } from '../../../endpoints/mesh3d.ts';
 import { TaskFailedError, TaskRejectedError, type Endpoint, type GeneratedFile, type GenerationOutput, type JobContext, type JobOf, type RunContext, type TaskInputs } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { ANIMATION_PRESETS, presetOf } from './animation-presets.ts';

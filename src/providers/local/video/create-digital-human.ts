@@ -1,4 +1,4 @@
-import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../../digital-human/digital-human-engines.ts';
+import { SOURCE_VIDEO_ROLE, type DigitalHumanCreateExtra } from '../../../endpoints/digital-human-engines.ts';
 import type { GenerationOutput, RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { readVideoInput } from './media-input.ts';

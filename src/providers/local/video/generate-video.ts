@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import sharp from 'sharp';
-import type { VideoContentItem, VideoGenerationInput } from '../../../video/schemas.ts';
+import type { VideoContentItem, VideoGenerationInput } from '../../../endpoints/video.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationOutput, type InputFile, type JobContext, type RunContext } from '../../spec.ts';
 import { runFfmpeg } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';

@@ -1,7 +1,7 @@
 import { link, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import sharp from 'sharp';
-import type { DigitalHumanGenerationInput } from '../../../digital-human/schemas.ts';
+import type { DigitalHumanGenerationInput } from '../../../endpoints/digital-human.ts';
 import { TaskFailedError, type GenerationOutput, type RunContext } from '../../spec.ts';
 import { runFfmpeg, withWorkDir } from '../ffmpeg.ts';
 import type { LocalHandler } from '../local-handler.ts';

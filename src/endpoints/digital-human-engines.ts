@@ -1,6 +1,5 @@
-/** What digital-human engines and the gateway hand each other: endpoints, output roles, the create run's report, a job's resource. */
-import type { DigitalHuman, DigitalHumanVideo } from './digital-human-service.ts';
-import type { DigitalHumanJobResource } from './schemas.ts';
+/** What digital-human engines and the gateway hand each other: endpoints, output roles, the create run's report. */
+import type { DigitalHumanVideo } from './digital-human.ts';
 
 /** Endpoint of POST /v1/digital-human/create. */
 export const DIGITAL_HUMAN_CREATE = 'digital-human.create';
@@ -16,11 +15,4 @@ export interface DigitalHumanCreateExtra {
   video: DigitalHumanVideo;
   /** The upstream's own id of the trained avatar, when an upstream made it. */
   upstream_resource_id?: string;
-}
-
-export type { DigitalHumanJobResource };
-
-/** The resource as a generation task carries it (`input.resource`), so engines need no lookup. */
-export function jobResourceOf(resource: DigitalHuman): DigitalHumanJobResource {
-  return { id: resource.id, source: resource.sourceHash, video: resource.video, upstream_resource_id: resource.upstreamResourceId };
 }

@@ -19,10 +19,10 @@ import {
   type Range,
   type Topology,
   type ViewRule,
-} from './generation-rules.ts';
-import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './image-inputs.ts';
+} from './mesh3d-generation-rules.ts';
+import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './mesh3d-image-inputs.ts';
 import { familyOf } from './mesh3d-family.ts';
-import type { GenerateImageBody, GenerateMultiviewBody, GenerateTextBody, GenerationBody, GenerationKind } from './schemas.ts';
+import type { GenerateImageBody, GenerateMultiviewBody, GenerateTextBody, GenerationBody, GenerationKind } from './mesh3d.ts';
 
 /** The capability a generation kind needs. */
 export const GENERATION_CAPABILITY = {

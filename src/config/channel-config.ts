@@ -2,7 +2,7 @@
  * The channels of each configured provider, read from GENGATE_CONFIG: a provider's `channels`, or
  * the provider's own settings as its one channel named after it.
  */
-import { SettingsError, type GengateConfig, type ProviderSettings, type RoutingSettings } from '../config/settings.ts';
+import { SettingsError, type GengateConfig, type ProviderSettings, type RoutingSettings } from './settings.ts';
 
 /** One endpoint-and-key of a provider that calls can be sent to. */
 export interface ChannelSpec {

@@ -63,16 +63,28 @@ export const ImagesEditFormFields = Type.Object({
 export type ImagesEditFormFields = Static<typeof ImagesEditFormFields>;
 
 /** Workflow parameters beyond the documented fields travel with the input as they were sent. */
-type WorkflowParams = { [param: string]: unknown };
+const WorkflowParams = Type.Record(Type.String(), Type.Unknown());
 
 /** Task input of `images.generations`: the body without `model`. */
-export type ImageGenerationInput = Omit<ImagesGenerationBody, 'model'> & WorkflowParams;
+export const ImageGenerationInput = Type.Intersect([Type.Omit(ImagesGenerationBody, ['model']), WorkflowParams]);
+export type ImageGenerationInput = Static<typeof ImageGenerationInput>;
 
 /** Task input of the deprecated `ai.generations`: the workflow parameters and the retrieval options. */
-export type LegacyGenerationInput = LegacyGenerationBody['params'] & { options?: LegacyGenerationBody['options'] } & WorkflowParams;
+export const LegacyGenerationInput = Type.Intersect([
+  LegacyGenerationBody.properties.params,
+  Type.Object({ options: LegacyGenerationBody.properties.options }),
+  WorkflowParams,
+]);
+export type LegacyGenerationInput = Static<typeof LegacyGenerationInput>;
 
 /** The fields of an edit besides its images: the body without `model`, `_metadata` parsed. */
-export type ImageEditFields = Omit<ImagesEditJsonBody, 'model' | 'image' | 'mask' | '_metadata'> & { _metadata?: unknown } & WorkflowParams;
+export const ImageEditFields = Type.Intersect([
+  Type.Omit(ImagesEditJsonBody, ['model', 'image', 'mask', '_metadata']),
+  Type.Object({ _metadata: Type.Optional(Type.Unknown()) }),
+  WorkflowParams,
+]);
+export type ImageEditFields = Static<typeof ImageEditFields>;
 
 /** Task input of `images.edits`: the images (the first is the base) and mask as references readable by RunContext.readInput. */
-export type ImageEditInput = ImageEditFields & { image: string[]; mask?: string };
+export const ImageEditInput = Type.Intersect([ImageEditFields, Type.Object({ image: Type.Array(Type.String()), mask: Type.Optional(Type.String()) })]);
+export type ImageEditInput = Static<typeof ImageEditInput>;

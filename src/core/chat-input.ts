@@ -1,4 +1,4 @@
-import type { ChatParams, ChatToolCall } from '../providers/spec.ts';
+import type { ChatParams, ChatToolCall } from './chat-messages.ts';
 
 /** The content-part types of chat completions and the agent. */
 export const CONTENT_PART_TYPES = ['text', 'image_url', 'video_url', 'input_audio', 'audio_url', 'file_url', 'file'] as const;

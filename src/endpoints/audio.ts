@@ -44,10 +44,12 @@ export const SpeechBody = Type.Object({
 export type SpeechBody = Static<typeof SpeechBody>;
 
 /** Task input of `song.generations`: the body without `model`. */
-export type SongInput = Omit<SongBody, 'model'>;
+export const SongInput = Type.Omit(SongBody, ['model']);
+export type SongInput = Static<typeof SongInput>;
 
 /** Task input of `speech.generations`: the body without `model`. */
-export type SpeechInput = Omit<SpeechBody, 'model'>;
+export const SpeechInput = Type.Omit(SpeechBody, ['model']);
+export type SpeechInput = Static<typeof SpeechInput>;
 
 /** OpenAI's speech formats; the gateway writes mp3, wav and flac. */
 export const OPENAI_SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'] as const;

@@ -4,20 +4,20 @@
  */
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { toCompatItem } from '../catalog/listing.ts';
-import { SseWriter } from '../chat/sse-writer.ts';
-import { ApiError } from '../core/errors.ts';
-import { clientGoneSignal } from '../http/client-gone.ts';
-import { callerOf } from '../http/generation-reply.ts';
-import { toApiError } from '../http/plugins/errors.ts';
-import { openAiAudioRoutes } from '../http/routes/audio-openai.ts';
-import { chatCompletionsRoute } from '../http/routes/chat.ts';
-import { embeddingRoutes } from '../http/routes/embeddings.ts';
-import { imageEditReader } from '../http/routes/image-edits.ts';
-import { ImagesEditJsonBody } from '../images/schemas.ts';
-import type { AppServices } from '../http/services.ts';
-import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from './images.ts';
-import { ResponsesBody } from './responses-schemas.ts';
+import { toCompatItem } from '../../catalog/listing.ts';
+import { SseWriter } from '../../chat/sse-writer.ts';
+import { ApiError } from '../../core/errors.ts';
+import { clientGoneSignal } from '../client-gone.ts';
+import { callerOf } from '../generation-reply.ts';
+import { toApiError } from '../plugins/errors.ts';
+import { openAiAudioRoutes } from './audio-openai.ts';
+import { chatCompletionsRoute } from './chat.ts';
+import { embeddingRoutes } from './embeddings.ts';
+import { imageEditReader } from './image-edits.ts';
+import { ImagesEditJsonBody } from '../../endpoints/images.ts';
+import type { AppServices } from '../services.ts';
+import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from '../../openai/images.ts';
+import { ResponsesBody } from '../../openai/responses-schemas.ts';
 
 const security = [{ bearer: [] }];
 

@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { failFastOptions, reconnectingOptions, redisUnavailable } from '../storage/redis-connection.ts';
+import { failFastOptions, reconnectingOptions, redisUnavailable } from './redis-connection.ts';
 import type { BusTopic, BusTopics, EventBus } from './event-bus.ts';
 
 export interface RedisEventBusOptions {

@@ -70,4 +70,5 @@ export const VideoGenerationBody = Type.Object({
 export type VideoGenerationBody = Static<typeof VideoGenerationBody>;
 
 /** Task input of `video.generations`: the body without `model`, its defaults filled in. */
-export type VideoGenerationInput = Omit<VideoGenerationBody, 'model'>;
+export const VideoGenerationInput = Type.Omit(VideoGenerationBody, ['model']);
+export type VideoGenerationInput = Static<typeof VideoGenerationInput>;

@@ -2,8 +2,17 @@
  * Request bodies of the digital-human endpoints (spec document 1) and the task inputs they become.
  */
 import { Type, type Static } from 'typebox';
-import { mediaReference } from '../video/schemas.ts';
-import type { DigitalHumanVideo } from './digital-human-service.ts';
+import { mediaReference } from './video.ts';
+
+/** The source video of a digital human, as its frames are played back. */
+export const DigitalHumanVideo = Type.Object({
+  width: Type.Number(),
+  height: Type.Number(),
+  fps: Type.Number(),
+  duration_seconds: Type.Number(),
+  has_audio: Type.Boolean(),
+});
+export type DigitalHumanVideo = Static<typeof DigitalHumanVideo>;
 
 export const DigitalHumanCreateBody = Type.Object({
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
@@ -28,19 +37,22 @@ export const DigitalHumanGenerationBody = Type.Object({
 export type DigitalHumanGenerationBody = Static<typeof DigitalHumanGenerationBody>;
 
 /** What a digital-human.generations job carries in `input.resource`, added at submit. */
-export interface DigitalHumanJobResource {
-  id: string;
+export const DigitalHumanJobResource = Type.Object({
+  id: Type.String(),
   /** Input reference (`blake3:<hex>`) of the source video for RunContext.readInput; null when an upstream keeps it. */
-  source: string | null;
-  video: DigitalHumanVideo;
-  upstream_resource_id: string | null;
-}
+  source: Type.Union([Type.String(), Type.Null()]),
+  video: DigitalHumanVideo,
+  upstream_resource_id: Type.Union([Type.String(), Type.Null()]),
+});
+export type DigitalHumanJobResource = Static<typeof DigitalHumanJobResource>;
 
 /** Task input of `digital-human.create`: the body without `model`. */
-export type DigitalHumanCreateInput = Omit<DigitalHumanCreateBody, 'model'>;
+export const DigitalHumanCreateInput = Type.Omit(DigitalHumanCreateBody, ['model']);
+export type DigitalHumanCreateInput = Static<typeof DigitalHumanCreateInput>;
 
 /**
  * Task input of `digital-human.generations`: the body without `model`, the mode's defaults
  * filled in; `resource` is the gateway's record of the resource, added at submit.
  */
-export type DigitalHumanGenerationInput = Omit<DigitalHumanGenerationBody, 'model'> & { resource: DigitalHumanJobResource };
+export const DigitalHumanGenerationInput = Type.Intersect([Type.Omit(DigitalHumanGenerationBody, ['model']), Type.Object({ resource: DigitalHumanJobResource })]);
+export type DigitalHumanGenerationInput = Static<typeof DigitalHumanGenerationInput>;

@@ -3,7 +3,7 @@
  * apply in one mode, and defaults. validate-edit.ts reads them.
  */
 import type { Mesh3dFamily } from './mesh3d-family.ts';
-import type { EditOperation, RigSpec } from './schemas.ts';
+import type { EditOperation, RigSpec } from './mesh3d.ts';
 
 type Input = Record<string, unknown>;
 

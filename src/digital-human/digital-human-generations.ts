@@ -4,13 +4,18 @@
  * the caller's; the task goes through the generation pipeline.
  */
 import type { GenerationCaller, GenerationOutcome, GenerationService } from '../tasks/generation-service.ts';
-import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS, jobResourceOf } from './digital-human-engines.ts';
-import { digitalHumanModeOf, generationInputFor } from './digital-human-options.ts';
-import type { DigitalHumanService } from './digital-human-service.ts';
-import type { DigitalHumanCreateBody, DigitalHumanGenerationBody } from './schemas.ts';
+import { DIGITAL_HUMAN_CREATE, DIGITAL_HUMAN_GENERATIONS } from '../endpoints/digital-human-engines.ts';
+import { digitalHumanModeOf, generationInputFor } from '../endpoints/digital-human-options.ts';
+import type { DigitalHuman, DigitalHumanService } from './digital-human-service.ts';
+import type { DigitalHumanCreateBody, DigitalHumanGenerationBody, DigitalHumanJobResource } from '../endpoints/digital-human.ts';
 
 type Mode = 'sync' | 'async';
 const CAPABILITIES = ['digital_human_generate'] as const;
+
+/** The resource as a generation task carries it (`input.resource`), so engines need no lookup. */
+function jobResourceOf(resource: DigitalHuman): DigitalHumanJobResource {
+  return { id: resource.id, source: resource.sourceHash, video: resource.video, upstream_resource_id: resource.upstreamResourceId };
+}
 
 export class DigitalHumanGenerations {
   constructor(private readonly deps: { generations: GenerationService; resources: DigitalHumanService }) {}
@@ -20,7 +25,7 @@ export class DigitalHumanGenerations {
     const { model: alias, ...input } = body;
     this.deps.generations.checkCallerUrl(input.video_id, 'video_id');
     const model = this.deps.generations.resolveModel(alias, CAPABILITIES);
-    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, outputType: 'text', input }, mode);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_CREATE, model, input }, mode);
   }
 
   /** POST /v1/digital-human/generations: Lite-only options on a Basic model (and the reverse) are 400 unsupported_parameter. */
@@ -33,6 +38,6 @@ export class DigitalHumanGenerations {
       if (ref !== undefined) this.deps.generations.checkCallerUrl(ref, field);
     }
     const resource = await this.deps.resources.require(caller.ownerId, params.resource_id);
-    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, outputType: 'video', input: { ...input, resource: jobResourceOf(resource) } }, mode);
+    return this.deps.generations.generate({ ...caller, endpoint: DIGITAL_HUMAN_GENERATIONS, model, input: { ...input, resource: jobResourceOf(resource) } }, mode);
   }
 }

@@ -1,6 +1,6 @@
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
-import type { DigitalHumanGenerationInput } from './schemas.ts';
+import type { DigitalHumanGenerationInput } from './digital-human.ts';
 
 /** The two lip-sync modes: some options exist in one mode only. */
 export type DigitalHumanMode = 'lite' | 'basic';

@@ -3,7 +3,7 @@
  * route checks types and enums with them (and documents them in OpenAPI); what depends on the
  * chosen model is checked by the family rules and capabilities afterwards.
  */
-import { Type, type Static, type TSchema } from 'typebox';
+import { Type, type Static, type TObject, type TProperties, type TSchema } from 'typebox';
 
 const Quality = Type.Enum(['standard', 'detailed']);
 const Topology = Type.Enum(['triangle', 'quad'], { description: 'triangle or quad' });
@@ -193,19 +193,19 @@ export const StylizeBody = Type.Object({
   block_size: Type.Optional(Type.Integer({ minimum: 32, maximum: 128, description: 'blockgame only; default 80' })),
 }, { additionalProperties: false });
 
-/** Edit operations: the operation keys, the endpoint path segment and the body. */
+/** Edit operations: the operation keys and their bodies (endpoint-table.ts has their routes). */
 export const EDIT_OPERATIONS = {
-  segmentation: { path: 'segmentation', body: SegmentationBody },
-  completion: { path: 'completion', body: CompletionBody },
-  smart_lowpoly: { path: 'smart-lowpoly', body: SmartLowpolyBody },
-  texture: { path: 'texture', body: TextureBody },
-  convert: { path: 'convert', body: ConvertBody },
-  check_riggable: { path: 'check-riggable', body: CheckRiggableBody },
-  rig: { path: 'rig', body: RigBody },
-  retarget_animation: { path: 'retarget-animation', body: RetargetAnimationBody },
-  refine: { path: 'refine', body: RefineBody },
-  stylize: { path: 'stylize', body: StylizeBody },
-} as const satisfies Record<string, { path: string; body: TSchema }>;
+  segmentation: SegmentationBody,
+  completion: CompletionBody,
+  smart_lowpoly: SmartLowpolyBody,
+  texture: TextureBody,
+  convert: ConvertBody,
+  check_riggable: CheckRiggableBody,
+  rig: RigBody,
+  retarget_animation: RetargetAnimationBody,
+  refine: RefineBody,
+  stylize: StylizeBody,
+} as const satisfies Record<string, TSchema>;
 
 export type EditOperation = keyof typeof EDIT_OPERATIONS;
 
@@ -220,58 +220,75 @@ export type GenerationBody = GenerateTextBody | GenerateImageBody | GenerateMult
 export type GenerationRequestBody = GenerationBody extends infer Body ? (Body extends unknown ? Omit<Body, 'model'> & { model?: string } : never) : never;
 
 /** A rig as histories keep it and edits hand it on. */
-export interface RigSpec {
-  rig_type: string;
-  spec: string;
-  bones?: string[];
-}
+export const RigSpec = Type.Object({
+  rig_type: Type.String(),
+  spec: Type.String(),
+  bones: Type.Optional(Type.Array(Type.String())),
+});
+export type RigSpec = Static<typeof RigSpec>;
 
 /** An image of a 3D request, its source resolved to a URL an engine can read. */
-export type ResolvedFile = FileObject & { url: string };
+export const ResolvedFile = Type.Intersect([FileObject, Type.Object({ url: Type.String() })]);
+export type ResolvedFile = Static<typeof ResolvedFile>;
 
-export interface ResolvedView {
-  view_type: string;
-  file: ResolvedFile;
-}
+export const ResolvedView = Type.Object({
+  view_type: Type.String(),
+  file: ResolvedFile,
+});
+export type ResolvedView = Static<typeof ResolvedView>;
 
 /** The `source` of an edit task's input (the engine reads `model` with RunContext.readInput). */
-export interface EditTaskSource {
-  history_id: string;
-  operation: string;
-  model: string;
-  parts?: string[];
-  rig?: RigSpec;
-  upstream?: Record<string, unknown>;
-}
+export const EditTaskSource = Type.Object({
+  history_id: Type.String(),
+  operation: Type.String(),
+  model: Type.String(),
+  parts: Type.Optional(Type.Array(Type.String())),
+  rig: Type.Optional(RigSpec),
+  upstream: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
+});
+export type EditTaskSource = Static<typeof EditTaskSource>;
 
-type GenerationFieldsOf<Body> = Omit<Body, 'model' | 'file' | 'files' | 'view_images'>;
+const GENERATION_BODY_ONLY = ['model', 'file', 'files', 'view_images'] as const;
 
 /**
  * Task inputs of the 3D generations: the body without `model`, the family's defaults applied,
  * images resolved (`files` folded into `view_images`).
  */
-export interface Mesh3dGenerationInputs {
-  text: GenerationFieldsOf<GenerateTextBody>;
-  image: GenerationFieldsOf<GenerateImageBody> & { file: ResolvedFile };
-  multiview: GenerationFieldsOf<GenerateMultiviewBody> & { view_images: ResolvedView[] };
-}
+export const MESH3D_GENERATION_INPUTS = {
+  text: Type.Omit(GenerateTextBody, GENERATION_BODY_ONLY),
+  image: Type.Intersect([Type.Omit(GenerateImageBody, GENERATION_BODY_ONLY), Type.Object({ file: ResolvedFile })]),
+  multiview: Type.Intersect([Type.Omit(GenerateMultiviewBody, GENERATION_BODY_ONLY), Type.Object({ view_images: Type.Array(ResolvedView) })]),
+} as const satisfies Record<GenerationKind, TSchema>;
+export type Mesh3dGenerationInputs = { [K in GenerationKind]: Static<(typeof MESH3D_GENERATION_INPUTS)[K]> };
 
 /** A texture prompt with its images resolved. */
-export interface ResolvedTexturePrompt {
-  text?: string;
-  image?: ResolvedFile;
-  style_image?: ResolvedFile;
-  view_images?: ResolvedView[];
+export const ResolvedTexturePrompt = Type.Object({
+  text: Type.Optional(Type.String()),
+  image: Type.Optional(ResolvedFile),
+  style_image: Type.Optional(ResolvedFile),
+  view_images: Type.Optional(Type.Array(ResolvedView)),
+});
+export type ResolvedTexturePrompt = Static<typeof ResolvedTexturePrompt>;
+
+/** An edit's task input: the body without `history_id` and `model`, `extra` over it, plus the `source` history. */
+function editInput<Body extends TObject, Extra extends TProperties = {}>(body: Body, extra: Extra = {} as Extra) {
+  return Type.Intersect([Type.Omit(body, ['history_id', 'model', 'texture_prompt']), Type.Object({ ...extra, source: EditTaskSource })]);
 }
 
 /**
  * Task inputs of the 3D edits: the body without `history_id` and `model`, normalized by the
  * edit rules (defaults, aliases folded), plus the `source` history.
  */
-export type Mesh3dEditInputs = {
-  [Op in EditOperation]: Omit<Static<(typeof EDIT_OPERATIONS)[Op]['body']>, 'history_id' | 'model' | 'texture_prompt'> & { source: EditTaskSource };
-} & {
-  texture: { texture_prompt?: ResolvedTexturePrompt; texture: boolean; pbr: boolean };
-  smart_lowpoly: { quad: boolean };
-  retarget_animation: { animations: string[] };
-};
+export const MESH3D_EDIT_INPUTS = {
+  segmentation: editInput(SegmentationBody),
+  completion: editInput(CompletionBody),
+  smart_lowpoly: editInput(SmartLowpolyBody, { quad: Type.Boolean() }),
+  texture: editInput(TextureBody, { texture_prompt: Type.Optional(ResolvedTexturePrompt), texture: Type.Boolean(), pbr: Type.Boolean() }),
+  convert: editInput(ConvertBody),
+  check_riggable: editInput(CheckRiggableBody),
+  rig: editInput(RigBody),
+  retarget_animation: editInput(RetargetAnimationBody, { animations: Type.Array(Type.String()) }),
+  refine: editInput(RefineBody),
+  stylize: editInput(StylizeBody),
+} as const satisfies Record<EditOperation, TSchema>;
+export type Mesh3dEditInputs = { [Op in EditOperation]: Static<(typeof MESH3D_EDIT_INPUTS)[Op]> };

@@ -6,7 +6,7 @@ import type { Db } from '../storage/db.ts';
 import { AgentsRepo } from '../storage/repos/agents-repo.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import { SkillsRepo } from '../storage/repos/skills-repo.ts';
-import type { EventBus } from '../tasks/event-bus.ts';
+import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import { AgentRuns } from './agent-runs.ts';
 import { AgentService, type AgentSettings } from './agent-service.ts';

@@ -4,8 +4,8 @@
  * engine reads with `RunContext.readInput`, kept in the file object's `url`.
  */
 import { ApiError } from '../core/errors.ts';
-import { FOUR_VIEWS, VIEW_TYPES, type Range, type ViewRule } from './generation-rules.ts';
-import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from './schemas.ts';
+import { FOUR_VIEWS, VIEW_TYPES, type Range, type ViewRule } from './mesh3d-generation-rules.ts';
+import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from './mesh3d.ts';
 
 /** Where file sources lead: this gateway's files, the caller's assets, and which URLs may be fetched. */
 export interface FileSourceLookup {

@@ -1,5 +1,5 @@
 import { EventEmitter } from 'node:events';
-import type { TaskStatusRecord } from './task-record.ts';
+import type { TaskStatusRecord } from '../core/task-status-record.ts';
 
 /** A status change, published after it was persisted. */
 export interface TaskStatusEvent {

@@ -3,7 +3,7 @@
  * a model by them, and a fallback model must have one of them too.
  */
 import type { CapabilityName } from '../catalog/schema.ts';
-import type { VideoContentItem } from './schemas.ts';
+import type { VideoContentItem } from './video.ts';
 
 /** The capability types that can render `content`, the most fitting first. */
 export function capabilitiesForContent(content: readonly VideoContentItem[]): readonly CapabilityName[] {

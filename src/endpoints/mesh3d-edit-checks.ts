@@ -14,10 +14,10 @@ import {
   UNRIGGED_FORMATS,
   convertTextureSize,
   type SourceFacts,
-} from './edit-rules.ts';
-import { FOUR_VIEWS, type Range } from './generation-rules.ts';
-import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './image-inputs.ts';
-import type { EditOperation, EditTaskSource, FileObject, TexturePrompt } from './schemas.ts';
+} from './mesh3d-edit-rules.ts';
+import { FOUR_VIEWS, type Range } from './mesh3d-generation-rules.ts';
+import { resolveImage, resolveViews, type FileSourceLookup, type ImageLimits } from './mesh3d-image-inputs.ts';
+import type { EditOperation, EditTaskSource, FileObject, TexturePrompt } from './mesh3d.ts';
 
 type Input = Record<string, unknown>;
 
