@@ -1,5 +1,5 @@
 /**
- * Music (Suno-style) and speech synthesis (MiniMax-style), spec document 1: the rules that depend
+ * Music (Suno-style) and speech synthesis (MiniMax-style), docs/api/audio.md: the rules that depend
  * on the chosen model's capabilities, then the task submitted through the generation pipeline.
  */
 import type { LiveModel } from '../catalog/catalog.ts';

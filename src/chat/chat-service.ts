@@ -23,7 +23,7 @@ export interface ChatServiceDeps {
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
   files: FileService;
   conversations: ConversationsRepo;
-  /** Refuses content-part URLs the gateway would not fetch (CONTRACT §12). */
+  /** Refuses content-part URLs the gateway would not fetch (docs/security.md). */
   urls: OutboundUrlPolicy;
   /** Largest base64 file a message may carry. */
   maxFileBytes: number;

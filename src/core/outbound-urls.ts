@@ -1,5 +1,5 @@
 /**
- * What the gateway may fetch for a caller (CONTRACT §12): http(s) URLs whose host is a public
+ * What the gateway may fetch for a caller (docs/security.md): http(s) URLs whose host is a public
  * unicast address, unless the operator trusts the host (FETCH_ALLOW_HOSTS). The literal checks
  * here run when a request is admitted; names are checked when they are resolved, by the fetcher.
  */

@@ -1,5 +1,5 @@
 /**
- * The digital-human calls (spec document 1): a resource made from a source video, then
+ * The digital-human calls (docs/api/digital-humans.md): a resource made from a source video, then
  * lip-synced videos of it. The model's mode decides which options apply; the resource must be
  * the caller's; the task goes through the generation pipeline.
  */

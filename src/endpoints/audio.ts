@@ -1,9 +1,9 @@
 /**
- * Request bodies of the song and speech endpoints (spec document 1) and the task inputs they become.
+ * Request bodies of the song and speech endpoints (docs/api/audio.md) and the task inputs they become.
  */
 import { Type, type Static } from 'typebox';
 
-/** The music weights: 0 to 1 with at most two decimals (spec document 1, limits). */
+/** The music weights: 0 to 1 with at most two decimals. */
 export const MUSIC_WEIGHTS = ['styleWeight', 'weirdnessConstraint', 'audioWeight'] as const;
 const musicWeight = (description: string) => Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: `${description}; 0 to 1, two decimals` }));
 

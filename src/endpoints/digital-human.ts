@@ -1,5 +1,5 @@
 /**
- * Request bodies of the digital-human endpoints (spec document 1) and the task inputs they become.
+ * Request bodies of the digital-human endpoints (docs/api/digital-humans.md) and the task inputs they become.
  */
 import { Type, type Static } from 'typebox';
 import { mediaReference } from './video.ts';

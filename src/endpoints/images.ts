@@ -1,5 +1,5 @@
 /**
- * Request bodies of the image endpoints (spec document 1, CONTRACT §4) and the task inputs they
+ * Request bodies of the image endpoints (docs/api/images.md) and the task inputs they
  * become: the route validates the body with these schemas, the service turns it into the input,
  * and the engine receives that input typed.
  */

@@ -9,7 +9,7 @@ import type { FileObject, ResolvedFile, ResolvedView, ViewImage } from './mesh3d
 
 /** Where file sources lead: this gateway's files, the caller's assets, and which URLs may be fetched. */
 export interface FileSourceLookup {
-  /** 400 url_not_allowed for a URL the gateway would not fetch (CONTRACT §12). */
+  /** 400 url_not_allowed for a URL the gateway would not fetch (docs/security.md). */
   checkCallerUrl(url: string, param: string): void;
   /** URL of a file of this gateway. */
   fileUrl(id: string, fileName: string): string;

@@ -1,5 +1,5 @@
 /**
- * The request body of POST /v1/video/generations (spec document 1) and the task input it becomes.
+ * The request body of POST /v1/video/generations (docs/api/video.md) and the task input it becomes.
  */
 import { Type, type Static } from 'typebox';
 

@@ -1,5 +1,5 @@
 /**
- * Image generation and editing (spec document 1, CONTRACT §4): the catalog and the adapter's
+ * Image generation and editing (docs/api/images.md): the catalog and the adapter's
  * limits checked, the request turned into its task input and submitted through the generation
  * pipeline. The routes and the agent's tools call it.
  */

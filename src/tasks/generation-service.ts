@@ -52,7 +52,7 @@ export class GenerationService {
 
   /**
    * 400 url_not_allowed before any task exists for a URL field the gateway would refuse to fetch
-   * (CONTRACT §12); every modality's service calls it for each URL its body carries.
+   * (docs/security.md); every modality's service calls it for each URL its body carries.
    */
   checkCallerUrl(ref: string, param: string): void {
     this.deps.urls.checkCallerUrl(ref, param);

@@ -1,5 +1,5 @@
 /**
- * The one way the gateway fetches a URL a caller handed in (CONTRACT §12). Every host name is
+ * The one way the gateway fetches a URL a caller handed in (docs/security.md). Every host name is
  * resolved once, inside the connection's own lookup, and refused when any of its addresses is
  * not public: the connection goes to exactly the addresses that were checked, so a second DNS
  * answer cannot differ. Literal addresses are checked before each request (the socket never

@@ -139,7 +139,7 @@ export class TaskRunner {
         // Cancelled: the cancel's end gave the claim back. Otherwise the task is handed back.
         return reason instanceof TaskCancelledError ? 'ended' : 'live';
       }
-      // Its message is all the caller learns: nothing of the refused target (CONTRACT §12).
+      // Its message is all the caller learns: nothing of the refused target.
       if (err instanceof UrlNotAllowedError) return this.fail(claim, row.id, err.message, undefined, routing);
       if (err instanceof InputUnavailableError) return this.fail(claim, row.id, `an input could not be read: ${err.message}`, undefined, routing);
       if (err instanceof TaskFailedError) return this.fail(claim, row.id, err.message, err.originalMessage, routing);

@@ -1,5 +1,5 @@
 /**
- * Video generation (spec document 1): text-to-video, image-to-video, video reference and edit,
+ * Video generation (docs/api/video.md): text-to-video, image-to-video, video reference and edit,
  * subjects. The content's rules beyond its schema are checked, the model chosen by what the
  * content needs, and the task submitted through the generation pipeline.
  */

@@ -122,7 +122,7 @@ const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
 /** Where a chat-completions route is served and whether it streams when the body says nothing. */
 export interface ChatCompletionsRoute {
   path: string;
-  /** /v1 streams by default (spec document 1); /openai/v1 answers one object, as OpenAI does. */
+  /** /v1 streams by default (docs/api/chat.md); /openai/v1 answers one object, as OpenAI does. */
   streamByDefault: boolean;
 }
 
