@@ -4,7 +4,7 @@ import { downloadFile, fetchableUrl, replyJson, servesEndpoints, stringOption, t
 import { TaskFailedError, TaskRejectedError, type JobOf, type RunContext } from '../spec.ts';
 import { DEFAULT_RETRY, UpstreamClient, backoffMs } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
+import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, refusalOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://ai3d.tencentcloudapi.com';
 const DEFAULTS = { region: 'ap-guangzhou', version: '2025-05-13', service: 'ai3d' };
@@ -72,19 +72,20 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
   const host = api.urlOf('/').host;
   const retry = ctx.client.retry ?? DEFAULT_RETRY;
 
-  /** One signed action; a busy answer is sent again (re-signed), a refusal fails the task with Tencent's message. */
-  async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<Record<string, unknown>> {
+  /** One signed action, answering its reply; a busy answer is sent again (re-signed), a refusal fails the task with Tencent's message. */
+  async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<unknown> {
     const body = JSON.stringify(payload);
     for (let attempt = 0; ; attempt++) {
       const headers = tc3Headers({ ...credentials!, service, host, action, version, region, payload: body, timestamp: Math.floor(Date.now() / 1000) });
       const res = await api.request({ path: '/', body, headers, signal: run.signal, idempotent: action.startsWith('Query') || action.startsWith('Describe') });
-      const reply = responseOf(replyJson(res, ctx.provider, action), action);
-      if ('response' in reply) return reply.response;
-      if (TRANSIENT_CODES.test(reply.code) && attempt < retry.attempts) {
+      const reply = replyJson(res, ctx.provider, action);
+      const refusal = refusalOf(reply);
+      if (!refusal) return reply;
+      if (TRANSIENT_CODES.test(refusal.code) && attempt < retry.attempts) {
         await delay(backoffMs(retry, attempt), undefined, { signal: run.signal });
         continue;
       }
-      throw new TaskFailedError(`Hunyuan refused ${action} (${reply.code})`, reply.message);
+      throw new TaskFailedError(`Hunyuan refused ${action} (${refusal.code})`, refusal.message);
     }
   }
 
@@ -108,7 +109,7 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
       const model = job.endpoint === 'mesh3d.edit.smart_lowpoly' || job.endpoint === 'mesh3d.edit.texture' ? await sourceModel(job, run) : undefined;
       const { payload, dropped } = submitPayload(job, urls, model);
       for (const field of dropped) run.warn(`${field} was not sent: Hunyuan does not take it`);
-      const jobId = submittedJobId(await call(kind.submit, payload, run), kind.submit);
+      const jobId = submittedJobId(await call(kind.submit, payload, run));
       return { provider: ctx.provider, task_id: jobId, query_action: kind.query };
     },
     async poll(ref, _job, run) {
