@@ -5,8 +5,8 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
-import { readReply, type ReplyOf } from '../upstream-reply.ts';
-import { FalErrorString, FalErrorText, FalResult, FalStatus, FalSubmitted, FalValidationError } from './reply-schemas.ts';
+import { readReply } from '../upstream-reply.ts';
+import { FalErrorString, FalErrorText, FalResult, FalStatus, FalSubmitted, FalValidationError, type FalFile } from './reply-schemas.ts';
 
 type Json = Record<string, unknown>;
 type Kind = 'text' | 'image' | 'multiview';
@@ -117,8 +117,6 @@ export interface ResultLink {
   url: string;
   fileName?: string;
 }
-
-type FalFile = ReplyOf<typeof FalResult>['model_mesh'];
 
 /** A result file's URL and, when fal names it, its file name; nothing for an empty URL. */
 function fileOf(value: FalFile | null | undefined): { url: string; fileName?: string } | undefined {

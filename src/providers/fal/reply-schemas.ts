@@ -1,6 +1,6 @@
 /** What the fal adapter reads of fal's queue replies. */
 import { Type } from 'typebox';
-import { OptionalNullable, replySchema } from '../upstream-reply.ts';
+import { OptionalNullable, replySchema, type ReplyOf } from '../upstream-reply.ts';
 
 /** A queue submit reply: the request id and the URLs to follow. */
 export const FalSubmitted = replySchema(Type.Object({ request_id: Type.String(), status_url: Type.String(), response_url: Type.String() }));
@@ -35,3 +35,6 @@ export const FalValidationError = replySchema(Type.Object({
 
 /** An error body with `error` as text. */
 export const FalErrorString = replySchema(Type.Object({ error: Type.String() }));
+
+/** A result file as the reply holds it. */
+export type FalFile = ReplyOf<typeof FalResult>['model_mesh'];

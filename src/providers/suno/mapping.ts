@@ -1,8 +1,8 @@
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { DownloadedFile } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationOutput, type TaskInputs } from '../spec.ts';
-import { readReply, type ReplyOf } from '../upstream-reply.ts';
-import { SunoEnvelope, SunoRecord, SunoSubmitted } from './reply-schemas.ts';
+import { readReply } from '../upstream-reply.ts';
+import { SunoEnvelope, SunoRecord, SunoSubmitted, type SunoRecordData } from './reply-schemas.ts';
 
 /** Weights go upstream with two decimals, as the upstream documents them. */
 const twoDecimals = (value: unknown) => Math.round(Number(value) * 100) / 100;
@@ -125,8 +125,6 @@ const FAILED: Record<string, string> = {
   CALLBACK_EXCEPTION: 'suno failed while calling back',
   SENSITIVE_WORD_ERROR: 'suno refused the request for sensitive words',
 };
-
-type SunoRecordData = ReplyOf<typeof SunoRecord>['data'];
 
 /** The tracks of a record once every one has its audio URL. */
 function completeTracks(data: SunoRecordData): SunoTrack[] | undefined {

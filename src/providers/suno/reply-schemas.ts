@@ -1,6 +1,6 @@
 /** What the Suno adapter reads of the `{code, msg, data}` replies. */
 import { Type } from 'typebox';
-import { OptionalNullable, replySchema } from '../upstream-reply.ts';
+import { OptionalNullable, replySchema, type ReplyOf } from '../upstream-reply.ts';
 
 /** Every reply: code 200, or another code and the upstream's `msg`. */
 export const SunoEnvelope = replySchema(Type.Object({ code: Type.Number(), msg: OptionalNullable(Type.String()) }));
@@ -28,3 +28,6 @@ export const SunoRecord = replySchema(Type.Object({
     errorMessage: OptionalNullable(Type.String()),
   }),
 }));
+
+/** `data` of a record-info reply. */
+export type SunoRecordData = ReplyOf<typeof SunoRecord>['data'];
