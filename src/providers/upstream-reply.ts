@@ -38,33 +38,42 @@ function pathOf(error: TLocalizedValidationError): string {
 }
 
 /**
- * Where the reply differs and what its value must be: the deepest path of the first errors. A
- * value that matches no member of a union has an error for each member and one for the union;
- * the member that got furthest says the most (and a member comes before null, see Nullable).
+ * The failure's message: the provider, where the reply differs and what its value must be (the
+ * deepest path of the errors). A value that matches no member of a union has an error for each
+ * member and one for the union; the member that got furthest says the most (and a member comes
+ * before null, see Nullable).
  */
-function mismatchOf(schema: ReplySchema, reply: unknown): string {
+function mismatchOf(schema: ReplySchema, reply: unknown, provider: string, at: string): string {
   const errors = schema.Errors(reply);
   const depth = (error: TLocalizedValidationError) => pathOf(error).split('/').length;
   const first = errors.reduce((a, b) => (depth(b) > depth(a) ? b : a), errors[0]!);
-  const path = pathOf(first) || '/';
-  return first.keyword === 'required' ? `${path} is missing` : `${path} ${first.message}`;
+  const path = at + pathOf(first) || '/';
+  return `${provider}: unexpected reply: ${path} ${expectationOf(first)}`;
+}
+
+/** What the value at an error's path must be, in words ("must be string", "is missing", `must be "message"`). */
+function expectationOf(error: TLocalizedValidationError): string {
+  if (error.keyword === 'required') return 'is missing';
+  if (error.keyword === 'const') return `must be ${JSON.stringify((error.params as { allowedValue?: unknown }).allowedValue)}`;
+  return error.message;
 }
 
 /**
  * A generation task's reply (see replyJson) as its schema types it; a reply of another shape
- * fails the task (TaskFailedError), with the reply as the upstream's own text.
+ * fails the task (TaskFailedError), with the reply as the upstream's own text. `at` is the JSON
+ * pointer of `reply` in the whole reply when it is a part read on its own (a block of a list).
  */
-export function readReply<T extends TSchema>(schema: ReplySchema<T>, reply: unknown, provider: string): Static<T> {
+export function readReply<T extends TSchema>(schema: ReplySchema<T>, reply: unknown, provider: string, at = ''): Static<T> {
   if (schema.Check(reply)) return reply as Static<T>;
-  throw new TaskFailedError(`${provider}: unexpected reply: ${mismatchOf(schema, reply)}`, JSON.stringify(reply)?.slice(0, 2000));
+  throw new TaskFailedError(mismatchOf(schema, reply, provider, at), JSON.stringify(reply)?.slice(0, 2000));
 }
 
 /**
- * The answer of a call the caller waits for (chat, embeddings, rerank) as its schema types it;
- * an answer of another shape is the upstream's failure, as a body that is not JSON is (502
- * upstream_error).
+ * The answer of a call the caller waits for (chat, embeddings, rerank) as its schema types it
+ * (`at` as readReply's); an answer of another shape is the upstream's failure, as a body that is
+ * not JSON is (502 upstream_error).
  */
-export function readAnswer<T extends TSchema>(schema: ReplySchema<T>, reply: unknown, provider: string): Static<T> {
+export function readAnswer<T extends TSchema>(schema: ReplySchema<T>, reply: unknown, provider: string, at = ''): Static<T> {
   if (schema.Check(reply)) return reply as Static<T>;
-  throw new ApiError('upstream_error', `${provider}: unexpected reply: ${mismatchOf(schema, reply)}`);
+  throw new ApiError('upstream_error', mismatchOf(schema, reply, provider, at));
 }

@@ -112,7 +112,7 @@ export type VisualTaskState =
   | { state: 'failed'; message: string; original: string }
   | { state: 'succeeded'; data: ResultData; respData: RespData };
 
-/** resp_data, which comes as a JSON string (sometimes as an object), read at its place in the reply so a mismatch names its path. */
+/** resp_data, which comes as a JSON string (sometimes as an object). */
 function respDataOf(raw: unknown): RespData {
   if (raw == null || raw === '') return {};
   let parsed = raw;
@@ -123,7 +123,7 @@ function respDataOf(raw: unknown): RespData {
       throw new TaskFailedError('volcengine answered resp_data that is not JSON', raw.slice(0, 2000));
     }
   }
-  return readReply(VisualRespData, { data: { resp_data: parsed } }, 'volcengine').data.resp_data;
+  return readReply(VisualRespData, parsed, 'volcengine', '/data/resp_data');
 }
 
 /** A CVGetResult reply: in_queue, generating, done (which may still be a failure), not_found, expired. */

@@ -18,20 +18,16 @@ export const VisualResult = replySchema(Type.Object({
   }),
 }));
 
-/** resp_data at its place in a CVGetResult reply, once parsed: progress, the task's own result code, the avatar or the video. */
+/** resp_data of a CVGetResult reply, once parsed: progress, the task's own result code, the avatar or the video. */
 export const VisualRespData = replySchema(Type.Object({
-  data: Type.Object({
-    resp_data: Type.Object({
-      progress: OptionalNullable(Type.Number()),
-      code: Type.Optional(Type.Number()),
-      msg: OptionalNullable(Type.String()),
-      resource_id: OptionalNullable(Type.String()),
-      vid: OptionalNullable(Type.Object({ url: OptionalNullable(Type.String()) })),
-    }),
-  }),
+  progress: OptionalNullable(Type.Number()),
+  code: Type.Optional(Type.Number()),
+  msg: OptionalNullable(Type.String()),
+  resource_id: OptionalNullable(Type.String()),
+  vid: OptionalNullable(Type.Object({ url: OptionalNullable(Type.String()) })),
 }));
 
 /** `data` of a CVGetResult reply. */
 export type ResultData = ReplyOf<typeof VisualResult>['data'];
 /** resp_data of a CVGetResult reply, parsed. */
-export type RespData = ReplyOf<typeof VisualRespData>['data']['resp_data'];
+export type RespData = ReplyOf<typeof VisualRespData>;
