@@ -12,8 +12,8 @@ export const OpenAiImages = replySchema(Type.Object({
   })),
 }));
 
-/** An error body `{error: {message, param}}`. */
-export const OpenAiError = replySchema(Type.Object({ error: Type.Object({ message: Type.String(), param: OptionalNullable(Type.Unknown()) }) }));
+/** An error body `{error: {message, param}}` (Anthropic's and Gemini's have this shape too). */
+export const OpenAiError = replySchema(Type.Object({ error: Type.Object({ message: Type.String(), param: OptionalNullable(Type.String()) }) }));
 
 /** An error body `{error: "…"}`. */
 export const OpenAiErrorText = replySchema(Type.Object({ error: Type.String() }));
