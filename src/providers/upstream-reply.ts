@@ -20,14 +20,9 @@ export function replySchema<T extends TSchema>(schema: T): ReplySchema<T> {
   return Compile(schema);
 }
 
-/** A value or null: upstreams send null for what they leave empty. */
-export function Nullable<T extends TSchema>(schema: T) {
-  return Type.Union([schema, Type.Null()]);
-}
-
-/** A field that may be absent or null. */
+/** A field that may be absent or null (upstreams send null for what they leave empty). */
 export function OptionalNullable<T extends TSchema>(schema: T) {
-  return Type.Optional(Nullable(schema));
+  return Type.Optional(Type.Union([schema, Type.Null()]));
 }
 
 /** The JSON pointer an error is about: a missing property's own path, not its parent's. */
@@ -40,8 +35,8 @@ function pathOf(error: TLocalizedValidationError): string {
 /**
  * The failure's message: the provider, where the reply differs and what its value must be (the
  * deepest path of the errors). A value that matches no member of a union has an error for each
- * member and one for the union; the member that got furthest says the most (and a member comes
- * before null, see Nullable).
+ * member and one for the union; the member that got furthest says the most (OptionalNullable
+ * lists the value's own schema before null, so a value of the wrong type is told that type).
  */
 function mismatchOf(schema: ReplySchema, reply: unknown, provider: string, at: string): string {
   const errors = schema.Errors(reply);
