@@ -6,6 +6,8 @@ import { ApiError } from '../../core/errors.ts';
 import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import { choiceOf, mediaLink, nowSeconds, parseDataUri, refuseParams, toolArguments } from '../chat-conversion.ts';
 import { streamFrame, type StreamTranslator } from '../chat-sse.ts';
+import { readAnswer } from '../upstream-reply.ts';
+import { AnthropicBlocks, AnthropicEvent, AnthropicEvents, AnthropicMessage, type AnthropicUsage } from './reply-schemas.ts';
 import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice, ChatUsage } from '../spec.ts';
 
 /** The API version every request names (`anthropic-version`). */
@@ -131,14 +133,6 @@ export function messagesBody(request: ChatRequest, stream: boolean, provider: st
   };
 }
 
-/** Anthropic's usage. Its `input_tokens` counts only uncached input. */
-interface AnthropicUsage {
-  input_tokens?: number;
-  output_tokens?: number;
-  cache_creation_input_tokens?: number | null;
-  cache_read_input_tokens?: number | null;
-}
-
 /**
  * The usage in OpenAI's shape: `prompt_tokens` is all the input (uncached, written to the cache
  * and read from it), `prompt_tokens_details` says how much was read from and written to the cache.
@@ -166,53 +160,32 @@ export function finishReasonOf(stopReason: string | null | undefined): ChatFinis
   }
 }
 
-type OutputBlock = { type: 'text'; text: string } | { type: 'tool_use'; id: string; name: string; input: unknown } | ThinkingBlock | { type: string };
-
-interface AnthropicReply {
-  id: string;
-  type: 'message';
-  model: string;
-  content: OutputBlock[];
-  stop_reason: string | null;
-  usage: AnthropicUsage;
-}
-
 /** A Messages API answer as a chat completion; an answer of another shape is the upstream's failure. */
 export function completionOf(reply: unknown, provider: string): ChatCompletion {
-  const message = reply as Partial<AnthropicReply> | null;
-  if (!message || message.type !== 'message' || !Array.isArray(message.content)) {
-    throw new ApiError('upstream_error', `${provider} answered with something that is not a message: ${JSON.stringify(reply).slice(0, 200)}`);
-  }
+  const message = readAnswer(AnthropicMessage, reply, provider);
   const texts: string[] = [];
   const calls: ChatToolCall[] = [];
   const thinking: ThinkingBlock[] = [];
-  for (const block of message.content) {
-    if (block.type === 'text') texts.push((block as { text: string }).text);
-    if (block.type === 'thinking' || block.type === 'redacted_thinking') thinking.push(block as ThinkingBlock);
+  for (const [i, block] of message.content.entries()) {
+    const at = `/content/${i}`;
+    if (block.type === 'text') texts.push(readAnswer(AnthropicBlocks.text, block, provider, at).text);
+    if (block.type === 'thinking') thinking.push(readAnswer(AnthropicBlocks.thinking, block, provider, at));
+    if (block.type === 'redacted_thinking') thinking.push(readAnswer(AnthropicBlocks.redacted_thinking, block, provider, at));
     if (block.type === 'tool_use') {
-      const use = block as { id: string; name: string; input: unknown };
+      const use = readAnswer(AnthropicBlocks.tool_use, block, provider, at);
       calls.push({ id: use.id, type: 'function', function: { name: use.name, arguments: JSON.stringify(use.input ?? {}) } });
     }
   }
   const choice = choiceOf(texts.length > 0 ? texts.join('') : null, calls, finishReasonOf(message.stop_reason));
   return {
-    id: String(message.id),
+    id: message.id,
     object: 'chat.completion',
     created: nowSeconds(),
-    model: String(message.model),
+    model: message.model,
     choices: [thinking.length > 0 ? { ...choice, message: { ...choice.message, thinking_blocks: thinking } } : choice],
     usage: usageOf(message.usage ?? {}),
   };
 }
-
-type StreamEvent =
-  | { type: 'message_start'; message: { id: string; model: string; usage?: AnthropicUsage } }
-  | { type: 'content_block_start'; index: number; content_block: { type: string; id?: string; name?: string; text?: string; thinking?: string; signature?: string; data?: string } }
-  | { type: 'content_block_delta'; index: number; delta: { type: string; text?: string; partial_json?: string; thinking?: string; signature?: string } }
-  | { type: 'content_block_stop'; index: number }
-  | { type: 'ping' | 'message_stop' }
-  | { type: 'message_delta'; delta: { stop_reason?: string | null }; usage?: AnthropicUsage }
-  | { type: 'error'; error?: { type?: string; message?: string } };
 
 /**
  * Anthropic's stream events as chat chunks: `message_start` opens the assistant message, text
@@ -238,14 +211,18 @@ export class AnthropicStream implements StreamTranslator {
   }
 
   push(data: string): ChatChunk[] {
-    const event = streamFrame(data, this.provider) as StreamEvent;
-    switch (event.type) {
-      case 'message_start':
+    const frame = streamFrame(data, this.provider);
+    const { type } = readAnswer(AnthropicEvent, frame, this.provider);
+    switch (type) {
+      case 'message_start': {
+        const event = readAnswer(AnthropicEvents.message_start, frame, this.provider);
         this.id = event.message.id;
         this.model = event.message.model;
         this.usage = { ...event.message.usage };
         return [this.chunk({ role: 'assistant', content: '' })];
+      }
       case 'content_block_start': {
+        const event = readAnswer(AnthropicEvents.content_block_start, frame, this.provider);
         const block = event.content_block;
         if (block.type === 'tool_use') {
           const index = this.toolIndex.size;
@@ -257,6 +234,7 @@ export class AnthropicStream implements StreamTranslator {
         return block.type === 'text' && block.text ? [this.chunk({ content: block.text })] : [];
       }
       case 'content_block_delta': {
+        const event = readAnswer(AnthropicEvents.content_block_delta, frame, this.provider);
         const { delta } = event;
         if (delta.type === 'text_delta' && delta.text) return [this.chunk({ content: delta.text })];
         const index = this.toolIndex.get(event.index);
@@ -268,19 +246,22 @@ export class AnthropicStream implements StreamTranslator {
         return [];
       }
       case 'content_block_stop': {
-        const thinking = this.thinking.get(event.index);
+        const thinking = this.thinking.get(readAnswer(AnthropicEvents.content_block_stop, frame, this.provider).index);
         // Sent whole, so a tool loop can send it back (ChatMessage.thinking_blocks).
         return thinking ? [this.chunk({ thinking_blocks: [thinking] })] : [];
       }
-      case 'message_delta':
+      case 'message_delta': {
+        const event = readAnswer(AnthropicEvents.message_delta, frame, this.provider);
         // Its usage figures are running totals: they replace the earlier ones.
         this.usage = { ...this.usage, ...event.usage };
         return [this.chunk({}, finishReasonOf(event.delta.stop_reason))];
+      }
       case 'message_stop':
         this.finished = true;
         return [{ id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [], usage: usageOf(this.usage) }];
       case 'error': {
-        const detail = [event.error?.type, event.error?.message].filter(Boolean).join(': ');
+        const { error } = readAnswer(AnthropicEvents.error, frame, this.provider);
+        const detail = [error?.type, error?.message].filter(Boolean).join(': ');
         throw new ApiError('upstream_error', `${this.provider} failed in the middle of the stream: ${detail || data.slice(0, 200)}`);
       }
       default:

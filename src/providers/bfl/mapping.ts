@@ -4,6 +4,8 @@
  */
 import type { ImageEditInput, ImageGenerationInput } from '../../endpoints/images.ts';
 import { TaskFailedError, TaskRejectedError, type EngineDeclaration } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { BflErrorText, BflResult, BflSubmitted, BflValidationError } from './reply-schemas.ts';
 
 /** Kontext's own options, taken from the request as they are. */
 const KONTEXT_OPTIONS = ['prompt_upsampling', 'safety_tolerance'];
@@ -73,11 +75,8 @@ export interface SubmittedRequest {
 }
 
 export function submittedRequest(reply: unknown): SubmittedRequest {
-  const r = (reply ?? {}) as { id?: unknown; polling_url?: unknown; cost?: unknown };
-  if (typeof r.id !== 'string' || typeof r.polling_url !== 'string' || !/^https?:\/\//.test(r.polling_url)) {
-    throw new TaskFailedError('bfl answered the image request without an id and a polling URL', JSON.stringify(reply).slice(0, 2000));
-  }
-  return { id: r.id, polling_url: r.polling_url, ...(typeof r.cost === 'number' ? { credits: r.cost } : {}) };
+  const r = readReply(BflSubmitted, reply, 'bfl');
+  return { id: r.id, polling_url: r.polling_url, ...(r.cost != null ? { credits: r.cost } : {}) };
 }
 
 export type BflResultState =
@@ -93,16 +92,16 @@ const MODERATED: Record<string, string> = {
 
 /** A GET <polling_url> reply (`ResultResponse`). */
 export function resultState(reply: unknown): BflResultState {
-  const r = (reply ?? {}) as { status?: unknown; result?: { sample?: unknown; seed?: unknown } | null; progress?: unknown; details?: unknown };
-  const status = typeof r.status === 'string' ? r.status : undefined;
+  const r = readReply(BflResult, reply, 'bfl');
+  const status = r.status;
   const details = r.details ? ` ${JSON.stringify(r.details)}` : '';
   switch (status) {
     case 'Pending':
-      return { state: 'running', ...(typeof r.progress === 'number' ? { progress: Math.round(r.progress * 100) } : {}), message: 'generating' };
+      return { state: 'running', ...(r.progress != null ? { progress: Math.round(r.progress * 100) } : {}), message: 'generating' };
     case 'Ready': {
       const sample = r.result?.sample;
-      if (typeof sample !== 'string' || sample === '') throw new TaskFailedError('bfl reported Ready without result.sample', JSON.stringify(reply).slice(0, 2000));
-      return { state: 'succeeded', sampleUrl: sample, ...(typeof r.result?.seed === 'number' ? { seed: r.result.seed } : {}) };
+      if (!sample) throw new TaskFailedError('bfl reported Ready without result.sample', JSON.stringify(reply).slice(0, 2000));
+      return { state: 'succeeded', sampleUrl: sample, ...(r.result?.seed != null ? { seed: r.result.seed } : {}) };
     }
     case 'Request Moderated':
     case 'Content Moderated':
@@ -119,11 +118,9 @@ export function resultState(reply: unknown): BflResultState {
 /** BFL's own words in an error reply: the FastAPI `detail` (each `loc: msg`), else the text. */
 export function errorText(text: string): string {
   try {
-    const detail = (JSON.parse(text) as { detail?: unknown }).detail;
-    if (typeof detail === 'string') return detail;
-    if (Array.isArray(detail)) {
-      return detail.map((d: { loc?: unknown; msg?: unknown }) => `${Array.isArray(d.loc) ? d.loc.join('.') : ''}: ${String(d.msg)}`).join('; ');
-    }
+    const body: unknown = JSON.parse(text);
+    if (BflErrorText.Check(body)) return body.detail;
+    if (BflValidationError.Check(body)) return body.detail.map((d) => `${(d.loc ?? []).join('.')}: ${String(d.msg)}`).join('; ');
   } catch {
     // Not JSON: the text as it came.
   }

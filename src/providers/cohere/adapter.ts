@@ -2,7 +2,7 @@ import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, RerankModel, RerankRequest, RerankResult } from '../spec.ts';
 import { syncJson, syncRequest } from '../sync-upstream.ts';
 import { UpstreamClient } from '../upstream-client.ts';
-import { rerankBody, rerankResult, type RerankReply } from './mapping.ts';
+import { rerankBody, rerankResult } from './mapping.ts';
 
 /** Cohere's v2 API, where the adapter's provider is served when its settings name no base_url (Jina's is https://api.jina.ai/v1). */
 const COHERE_BASE_URL = 'https://api.cohere.com/v2';
@@ -13,7 +13,7 @@ export class RerankApiModel implements RerankModel {
 
   async rerank(request: RerankRequest, { signal }: ChatCallOptions): Promise<RerankResult> {
     const res = await syncRequest(this.client, { path: '/rerank', json: rerankBody(request), signal });
-    return rerankResult(syncJson<RerankReply>(res, this.provider, 'rerank'), request, this.provider);
+    return rerankResult(syncJson(res, this.provider, 'rerank'), request, this.provider);
   }
 }
 

@@ -4,6 +4,8 @@
  */
 import { ApiError } from '../../core/errors.ts';
 import type { RerankRequest, RerankResult } from '../spec.ts';
+import { readAnswer } from '../upstream-reply.ts';
+import { RerankAnswer } from './reply-schemas.ts';
 
 export function rerankBody(request: RerankRequest): Record<string, unknown> {
   return {
@@ -14,19 +16,10 @@ export function rerankBody(request: RerankRequest): Record<string, unknown> {
   };
 }
 
-/** What is read of the answer: Cohere's `meta.billed_units` and `meta.tokens`, or Jina's `usage`. */
-export interface RerankReply {
-  results?: { index?: unknown; relevance_score?: unknown }[];
-  meta?: { billed_units?: { search_units?: number }; tokens?: { input_tokens?: number } };
-  usage?: { total_tokens?: number };
-}
-
-export function rerankResult(reply: RerankReply, request: RerankRequest, provider: string): RerankResult {
-  if (!Array.isArray(reply.results)) throw new ApiError('upstream_error', `${provider} answered rerank without results`);
+export function rerankResult(answer: unknown, request: RerankRequest, provider: string): RerankResult {
+  const reply = readAnswer(RerankAnswer, answer, provider);
   const results = reply.results.map((item) => {
-    if (typeof item.index !== 'number' || typeof item.relevance_score !== 'number' || item.index < 0 || item.index >= request.documents.length) {
-      throw new ApiError('upstream_error', `${provider} answered rerank with a result that is not {index, relevance_score} of a sent document`);
-    }
+    if (item.index < 0 || item.index >= request.documents.length) throw new ApiError('upstream_error', `${provider} answered rerank with index ${item.index}, which is no sent document`);
     return { index: item.index, relevance_score: item.relevance_score };
   });
   results.sort((a, b) => b.relevance_score - a.relevance_score);

@@ -5,11 +5,13 @@ import { TaskCancelledError, TaskFailedError, TaskRejectedError, type GeneratedF
 import { UpstreamClient, UpstreamError } from '../upstream-client.ts';
 import { loadSharp } from '../load-sharp.ts';
 import type { NodeStatus } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
 import { ComfySocket } from './comfyui-socket.ts';
 import {
   bindGraph, executionErrorMessage, historyOutcome, outputKind, percentOf, refsOf, refusalText, requestValues, runningNodeStatus, uploadFields,
   type ExecutionError, type OutputFileRef,
 } from './mapping.ts';
+import { ComfyQueue, ComfyQueued, ComfyUploaded } from './reply-schemas.ts';
 import { WorkflowFolder, type Workflow } from './workflow-catalog.ts';
 
 const DEFAULT_BASE_URL = 'http://127.0.0.1:8188';
@@ -66,9 +68,8 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
         form.append('type', 'input');
         form.append('overwrite', 'true');
         const res = await client.request({ method: 'POST', path: '/upload/image', body: form, signal: rc.signal });
-        const reply = res.json<{ name?: unknown; subfolder?: unknown }>();
-        if (typeof reply?.name !== 'string') throw new TaskFailedError('ComfyUI /upload/image reply has no name', res.body.toString('utf8').slice(0, 2000));
-        names.push(typeof reply.subfolder === 'string' && reply.subfolder ? `${reply.subfolder}/${reply.name}` : reply.name);
+        const reply = readReply(ComfyUploaded, res.json(), 'ComfyUI');
+        names.push(reply.subfolder ? `${reply.subfolder}/${reply.name}` : reply.name);
       }
       uploaded[field] = Array.isArray(values[field]) ? names : names[0];
     }
@@ -86,15 +87,13 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
       if (err instanceof UpstreamError && err.status === 400) throw new TaskFailedError(`ComfyUI refused workflow ${workflow.name}: ${refusalText(err.originalMessage ?? '')}`, err.originalMessage);
       throw err;
     }
-    const promptId = res.json<{ prompt_id?: unknown }>()?.prompt_id;
-    if (typeof promptId !== 'string') throw new TaskFailedError('ComfyUI /prompt reply has no prompt_id', res.body.toString('utf8').slice(0, 2000));
-    return promptId;
+    return readReply(ComfyQueued, res.json(), 'ComfyUI').prompt_id;
   }
 
   /** Where ComfyUI has the prompt: running, waiting, or neither (finished or unknown). */
   async function queuePlace(promptId: string): Promise<'running' | 'pending' | undefined> {
-    const queue = (await client.request({ path: '/queue' })).json<{ queue_running?: unknown[]; queue_pending?: unknown[] }>();
-    const has = (items: unknown[] | undefined) => (items ?? []).some((item) => Array.isArray(item) && item[1] === promptId);
+    const queue = readReply(ComfyQueue, (await client.request({ path: '/queue' })).json(), 'ComfyUI');
+    const has = (items: unknown[][] | undefined) => (items ?? []).some((item) => item[1] === promptId);
     return has(queue.queue_running) ? 'running' : has(queue.queue_pending) ? 'pending' : undefined;
   }
 

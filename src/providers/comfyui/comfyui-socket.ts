@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
 import { applyMessage, newProgress, type PromptProgress } from './mapping.ts';
+import { ComfyPromptMessage } from './reply-schemas.ts';
 
 /** Prompts whose messages are kept before a run asks for them (their events can beat POST /prompt's answer). */
 const MAX_TRACKED_PROMPTS = 1000;
@@ -122,21 +123,22 @@ export class ComfySocket {
   }
 
   #onMessage(text: string): void {
-    let message: { type?: unknown; data?: Record<string, unknown> };
+    let message: unknown;
     try {
-      message = JSON.parse(text) as typeof message;
+      message = JSON.parse(text);
     } catch {
       return;
     }
-    const promptId = message.data?.prompt_id;
-    if (typeof message.type !== 'string' || typeof promptId !== 'string') return;
+    // Messages about no prompt (status) say nothing of a run.
+    if (!ComfyPromptMessage.Check(message)) return;
+    const promptId = message.data.prompt_id;
     let state = this.#prompts.get(promptId);
     if (!state) {
       if (this.#prompts.size >= MAX_TRACKED_PROMPTS) this.#prompts.delete(this.#prompts.keys().next().value!);
       state = newProgress();
       this.#prompts.set(promptId, state);
     }
-    applyMessage(state, message.type, message.data!);
+    applyMessage(state, message.type, message.data);
     this.#wake(promptId);
   }
 }

@@ -4,6 +4,8 @@
  */
 import mime from 'mime-types';
 import type { NodeStatus } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { ComfyExecutionError, ComfyHistory, ComfyInterrupted, ComfyOutputFile, ComfyProgressMessages, ComfyRefusal } from './reply-schemas.ts';
 import type { Workflow } from './workflow-catalog.ts';
 
 /** Request fields only the gateway reads (never bound, never warned about). */
@@ -84,25 +86,39 @@ export function newProgress(): PromptProgress {
   return { done: new Set() };
 }
 
-function str(value: unknown): string | undefined {
-  return typeof value === 'string' ? value : typeof value === 'number' ? String(value) : undefined;
+/** A node id or a text of a message as text (ComfyUI sends some as numbers). */
+const text = (value: string | number | null | undefined): string | undefined => (value == null ? undefined : String(value));
+
+/** An execution error from its message's data; data of another shape still says that the node failed. */
+function executionErrorOf(data: unknown): ExecutionError {
+  if (!ComfyExecutionError.Check(data)) return { message: 'the node failed' };
+  const nodeId = text(data.node_id);
+  const nodeType = text(data.node_type);
+  const exceptionType = text(data.exception_type);
+  return { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}), ...(exceptionType ? { exceptionType } : {}), message: text(data.exception_message)?.trim() || 'the node failed' };
 }
 
-export function executionErrorOf(data: Record<string, unknown>): ExecutionError {
-  const nodeId = str(data.node_id);
-  const nodeType = str(data.node_type);
-  const exceptionType = str(data.exception_type);
-  return { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}), ...(exceptionType ? { exceptionType } : {}), message: str(data.exception_message)?.trim() || 'the node failed' };
+/** Where an interrupted prompt stopped, from its message's data. */
+function interruptionOf(data: unknown): { nodeId?: string; nodeType?: string } {
+  if (!ComfyInterrupted.Check(data)) return {};
+  const nodeId = text(data.node_id);
+  const nodeType = text(data.node_type);
+  return { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}) };
 }
 
-/** Applies one WebSocket message (already known to concern this prompt) to its progress. */
-export function applyMessage(state: PromptProgress, type: string, data: Record<string, unknown>): void {
+/**
+ * Applies one WebSocket message (already known to concern this prompt) to its progress. A
+ * progress message of another shape is passed over: the history, read at the end, decides.
+ */
+export function applyMessage(state: PromptProgress, type: string, data: unknown): void {
+  const { execution_cached: cached, executing, progress, executed } = ComfyProgressMessages;
   switch (type) {
     case 'execution_cached':
-      for (const node of Array.isArray(data.nodes) ? data.nodes : []) if (str(node)) state.done.add(str(node)!);
+      if (cached.Check(data)) for (const node of data.nodes) state.done.add(String(node));
       break;
     case 'executing': {
-      const node = str(data.node);
+      if (!executing.Check(data)) break;
+      const node = text(data.node);
       if (state.running && state.running !== node) state.done.add(state.running);
       if (node === undefined) {
         delete state.running;
@@ -114,16 +130,17 @@ export function applyMessage(state: PromptProgress, type: string, data: Record<s
       break;
     }
     case 'progress': {
-      const node = str(data.node);
+      if (!progress.Check(data)) break;
+      const node = text(data.node);
       if (node && node !== state.running) {
         if (state.running) state.done.add(state.running);
         state.running = node;
       }
-      if (typeof data.value === 'number' && typeof data.max === 'number' && data.max > 0) state.step = { value: data.value, max: data.max };
+      if (data.value !== undefined && data.max !== undefined && data.max > 0) state.step = { value: data.value, max: data.max };
       break;
     }
     case 'executed': {
-      const node = str(data.node);
+      const node = executed.Check(data) ? text(data.node) : undefined;
       if (node) state.done.add(node);
       break;
     }
@@ -133,12 +150,9 @@ export function applyMessage(state: PromptProgress, type: string, data: Record<s
     case 'execution_error':
       state.error = executionErrorOf(data);
       break;
-    case 'execution_interrupted': {
-      const nodeId = str(data.node_id);
-      const nodeType = str(data.node_type);
-      state.interrupted = { ...(nodeId ? { nodeId } : {}), ...(nodeType ? { nodeType } : {}) };
+    case 'execution_interrupted':
+      state.interrupted = interruptionOf(data);
       break;
-    }
   }
 }
 
@@ -180,16 +194,14 @@ export type HistoryOutcome =
  * status and the files of the workflow's output nodes (every `output` file when it names none).
  */
 export function historyOutcome(body: unknown, promptId: string, workflow: Workflow | undefined): HistoryOutcome {
-  const entry = (body as Record<string, unknown> | null)?.[promptId] as { outputs?: Record<string, unknown>; status?: { status_str?: string; completed?: boolean; messages?: unknown[] } } | undefined;
-  if (!entry || typeof entry !== 'object') return { state: 'pending' };
+  const entry = readReply(ComfyHistory, body, 'ComfyUI')[promptId];
+  if (!entry) return { state: 'pending' };
   const status = entry.status;
   if (status?.status_str === 'error') {
-    for (const message of status.messages ?? []) {
-      if (!Array.isArray(message)) continue;
-      const [event, data] = message as [unknown, Record<string, unknown>];
-      if (event === 'execution_error') return { state: 'failed', error: executionErrorOf(data ?? {}) };
+    for (const [event, data] of status.messages ?? []) {
+      if (event === 'execution_error') return { state: 'failed', error: executionErrorOf(data) };
       if (event === 'execution_interrupted') {
-        const nodeId = str(data?.node_id);
+        const { nodeId } = interruptionOf(data);
         return { state: 'interrupted', ...(nodeId ? { nodeId } : {}) };
       }
     }
@@ -200,14 +212,15 @@ export function historyOutcome(body: unknown, promptId: string, workflow: Workfl
   const files: OutputFileRef[] = [];
   for (const [node, output] of Object.entries(entry.outputs ?? {})) {
     if (wanted && !wanted.includes(node)) continue;
-    for (const list of Object.values((output ?? {}) as Record<string, unknown>)) {
+    for (const list of Object.values(output)) {
       if (!Array.isArray(list)) continue;
-      for (const item of list as Record<string, unknown>[]) {
-        if (typeof item?.filename !== 'string') continue;
-        const type = typeof item.type === 'string' ? item.type : 'output';
+      for (const item of list) {
+        // Lists hold other things too (texts, flags): only files are results.
+        if (!ComfyOutputFile.Check(item)) continue;
+        const type = item.type ?? 'output';
         // Without a list of output nodes, previews (type temp) are not results.
         if (!wanted && type !== 'output') continue;
-        files.push({ node, filename: item.filename, subfolder: typeof item.subfolder === 'string' ? item.subfolder : '', type });
+        files.push({ node, filename: item.filename, subfolder: item.subfolder ?? '', type });
       }
     }
   }
@@ -216,19 +229,21 @@ export function historyOutcome(body: unknown, promptId: string, workflow: Workfl
 
 /** The text of a POST /prompt refusal (400 `{error, node_errors}`): the error and each node's problems. */
 export function refusalText(body: string): string {
-  let parsed: { error?: { message?: unknown; details?: unknown } | string; node_errors?: Record<string, { class_type?: unknown; errors?: { message?: unknown; details?: unknown }[] }> };
+  let parsed: unknown;
   try {
-    parsed = JSON.parse(body) as typeof parsed;
+    parsed = JSON.parse(body);
   } catch {
     return body;
   }
+  if (!ComfyRefusal.Check(parsed)) return body;
   const parts: string[] = [];
   const error = parsed.error;
   if (typeof error === 'string') parts.push(error);
-  else if (error) parts.push([str(error.message), str(error.details)].filter(Boolean).join(': '));
+  else if (error) parts.push([text(error.message), text(error.details)].filter(Boolean).join(': '));
   for (const [node, nodeError] of Object.entries(parsed.node_errors ?? {})) {
-    const problems = (nodeError.errors ?? []).map((e) => [str(e.message), str(e.details)].filter(Boolean).join(': ')).join('; ');
-    parts.push(`node ${node}${str(nodeError.class_type) ? ` (${str(nodeError.class_type)})` : ''}: ${problems}`);
+    const problems = (nodeError.errors ?? []).map((e) => [text(e.message), text(e.details)].filter(Boolean).join(': ')).join('; ');
+    const classType = text(nodeError.class_type);
+    parts.push(`node ${node}${classType ? ` (${classType})` : ''}: ${problems}`);
   }
   return parts.filter(Boolean).join('; ') || body;
 }

@@ -5,6 +5,8 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
+import { readReply } from '../upstream-reply.ts';
+import { FalErrorString, FalErrorText, FalResult, FalStatus, FalSubmitted, FalValidationError, type FalFile } from './reply-schemas.ts';
 
 type Json = Record<string, unknown>;
 type Kind = 'text' | 'image' | 'multiview';
@@ -76,36 +78,33 @@ export interface Submitted {
 
 /** The queue's submit reply: the request id and the URLs to follow (ids with sub-paths use shorter ones). */
 export function submitted(body: unknown): Submitted {
-  const reply = (body ?? {}) as Json;
-  if (typeof reply.request_id !== 'string' || typeof reply.status_url !== 'string' || typeof reply.response_url !== 'string') {
-    throw new TaskFailedError('fal accepted the request without request_id, status_url and response_url', JSON.stringify(body)?.slice(0, 2000));
-  }
+  const reply = readReply(FalSubmitted, body, 'fal');
   return { requestId: reply.request_id, statusUrl: reply.status_url, responseUrl: reply.response_url };
 }
 
 /** The engine's view of a queue status; `completed` when the result can be read. */
 export function queueState(body: unknown): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'completed' } {
-  const reply = (body ?? {}) as Json;
+  const reply = readReply(FalStatus, body, 'fal');
   switch (reply.status) {
     case 'IN_QUEUE':
-      return { state: 'running', message: typeof reply.queue_position === 'number' ? `in queue at ${reply.queue_position}` : 'in queue' };
+      return { state: 'running', message: reply.queue_position != null ? `in queue at ${reply.queue_position}` : 'in queue' };
     case 'IN_PROGRESS':
       return { state: 'running', message: 'in progress' };
     case 'COMPLETED':
-      if (reply.error) return { state: 'failed', message: `fal request failed${typeof reply.error_type === 'string' ? ` (${reply.error_type})` : ''}`, original: String(reply.error) };
+      if (reply.error) return { state: 'failed', message: `fal request failed${reply.error_type != null ? ` (${reply.error_type})` : ''}`, original: String(reply.error) };
       return { state: 'completed' };
     default:
-      throw new TaskFailedError(`fal answered the status query with status ${String(reply.status)}`, JSON.stringify(body)?.slice(0, 2000));
+      throw new TaskFailedError(`fal answered the status query with status ${reply.status}`, JSON.stringify(body).slice(0, 2000));
   }
 }
 
 /** fal's own words in an error body: `detail` as text or as validation items, else the text. */
 export function errorText(text: string): string {
   try {
-    const body = JSON.parse(text) as { detail?: unknown; error?: unknown };
-    if (typeof body.detail === 'string') return body.detail;
-    if (Array.isArray(body.detail)) return (body.detail as { loc?: unknown[]; msg?: unknown }[]).map((d) => `${(d.loc ?? []).join('.')}: ${String(d.msg)}`).join('; ');
-    if (typeof body.error === 'string') return body.error;
+    const body: unknown = JSON.parse(text);
+    if (FalErrorText.Check(body)) return body.detail;
+    if (FalValidationError.Check(body)) return body.detail.map((d) => `${(d.loc ?? []).join('.')}: ${String(d.msg)}`).join('; ');
+    if (FalErrorString.Check(body)) return body.error;
   } catch {
     // not JSON: the text is the message
   }
@@ -119,30 +118,25 @@ export interface ResultLink {
   fileName?: string;
 }
 
-const urlOf = (value: unknown): string | undefined => {
-  if (typeof value === 'string' && value) return value;
-  const url = (value as { url?: unknown } | undefined)?.url;
-  return typeof url === 'string' && url ? url : undefined;
-};
+/** A result file's URL and, when fal names it, its file name; nothing for an empty URL. */
+function fileOf(value: FalFile | null | undefined): { url: string; fileName?: string } | undefined {
+  const file = typeof value === 'string' ? { url: value } : value;
+  if (!file?.url) return undefined;
+  return { url: file.url, ...(file.file_name != null ? { fileName: file.file_name } : {}) };
+}
 
 /** The result's files by role: model_mesh is the model; base and PBR models from model_urls (or the top level); the rendered image is the preview. */
 export function resultLinks(body: unknown): ResultLink[] {
-  const output = (body ?? {}) as Json;
-  const model = urlOf(output.model_mesh);
-  if (!model) throw new TaskFailedError('fal result has no model_mesh', JSON.stringify(body)?.slice(0, 2000));
-  const name = (value: unknown) => {
-    const fileName = (value as { file_name?: unknown } | undefined)?.file_name;
-    return typeof fileName === 'string' ? { fileName } : {};
-  };
-  const links: ResultLink[] = [{ role: 'model', type: '3d', url: model, ...name(output.model_mesh) }];
-  const urls = (output.model_urls ?? {}) as Json;
-  for (const role of ['base_model', 'pbr_model']) {
-    const value = urls[role] ?? output[role];
-    const url = urlOf(value);
-    if (url && url !== model) links.push({ role, type: '3d', url, ...name(value) });
+  const output = readReply(FalResult, body, 'fal');
+  const model = fileOf(output.model_mesh);
+  if (!model) throw new TaskFailedError('fal result has no model_mesh', JSON.stringify(body).slice(0, 2000));
+  const links: ResultLink[] = [{ role: 'model', type: '3d', ...model }];
+  for (const role of ['base_model', 'pbr_model'] as const) {
+    const file = fileOf(output.model_urls?.[role] ?? output[role]);
+    if (file && file.url !== model.url) links.push({ role, type: '3d', ...file });
   }
-  const preview = urlOf(output.rendered_image);
-  if (preview) links.push({ role: 'preview', type: 'image', url: preview, ...name(output.rendered_image) });
+  const preview = fileOf(output.rendered_image);
+  if (preview) links.push({ role: 'preview', type: 'image', ...preview });
   return links;
 }
 

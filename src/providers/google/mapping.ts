@@ -7,6 +7,8 @@ import mime from 'mime-types';
 import { ApiError } from '../../core/errors.ts';
 import { choiceOf, contentText, nowSeconds, parseDataUri, refuseParams, toolArguments } from '../chat-conversion.ts';
 import { streamFrame, type StreamTranslator } from '../chat-sse.ts';
+import { readAnswer } from '../upstream-reply.ts';
+import { GeminiResponse, type GeminiAnswerPart, type UsageMetadata } from './reply-schemas.ts';
 import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice, ChatUsage } from '../spec.ts';
 
 /** OpenAI parameters Gemini has no counterpart for (`n` above 1 included). */
@@ -164,14 +166,6 @@ export function generateBody(request: ChatRequest, provider: string): Record<str
   };
 }
 
-interface UsageMetadata {
-  promptTokenCount?: number;
-  candidatesTokenCount?: number;
-  thoughtsTokenCount?: number;
-  cachedContentTokenCount?: number;
-  totalTokenCount?: number;
-}
-
 /** Gemini's usage in OpenAI's shape: thinking counts as completion (it is billed as output), cached input is detailed. */
 export function usageOf(usage: UsageMetadata): ChatUsage {
   const prompt = usage.promptTokenCount ?? 0;
@@ -204,25 +198,16 @@ export function finishReasonOf(reason: string | undefined): ChatFinishReason {
   }
 }
 
-interface GeminiReply {
-  candidates?: { content?: { parts?: Part[] }; finishReason?: string }[];
-  promptFeedback?: { blockReason?: string };
-  usageMetadata?: UsageMetadata;
-  modelVersion?: string;
-  responseId?: string;
-  error?: { message?: string; status?: string };
-}
-
 /** A call id for a function call: Gemini names calls only by function. */
 const callId = () => `call_${randomBytes(12).toString('hex')}`;
 
 /** The visible text and the function calls of a candidate's parts (thought summaries are left out). */
-function readParts(parts: Part[]): { text: string[]; calls: ChatToolCall[] } {
+function readParts(parts: GeminiAnswerPart[]): { text: string[]; calls: ChatToolCall[] } {
   const text: string[] = [];
   const calls: ChatToolCall[] = [];
   for (const part of parts) {
-    if ('text' in part && !part.thought) text.push(part.text);
-    if ('functionCall' in part) calls.push({ id: part.functionCall.id ?? callId(), type: 'function', function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) } });
+    if (part.text !== undefined && !part.thought) text.push(part.text);
+    if (part.functionCall) calls.push({ id: part.functionCall.id ?? callId(), type: 'function', function: { name: part.functionCall.name, arguments: JSON.stringify(part.functionCall.args ?? {}) } });
   }
   return { text, calls };
 }
@@ -234,10 +219,7 @@ function finishOf(reason: string | undefined, hasCalls: boolean): ChatFinishReas
 
 /** A `generateContent` answer as a chat completion; a blocked prompt (no candidates) answers nothing with `content_filter`. */
 export function completionOf(reply: unknown, provider: string, model: string): ChatCompletion {
-  const answer = reply as GeminiReply | null;
-  if (!answer || typeof answer !== 'object' || (answer.candidates !== undefined && !Array.isArray(answer.candidates))) {
-    throw new ApiError('upstream_error', `${provider} answered with something that is not a generateContent response: ${JSON.stringify(reply).slice(0, 200)}`);
-  }
+  const answer = readAnswer(GeminiResponse, reply, provider);
   const candidate = answer.candidates?.[0];
   const { text, calls } = readParts(candidate?.content?.parts ?? []);
   return {
@@ -278,7 +260,7 @@ export class GeminiStream implements StreamTranslator {
   }
 
   push(data: string): ChatChunk[] {
-    const frame = streamFrame(data, this.provider) as GeminiReply;
+    const frame = readAnswer(GeminiResponse, streamFrame(data, this.provider), this.provider);
     if (frame.error) throw new ApiError('upstream_error', `${this.provider} failed in the middle of the stream: ${[frame.error.status, frame.error.message].filter(Boolean).join(': ')}`);
     if (frame.usageMetadata) this.usage = frame.usageMetadata;
     if (this.finishReason !== undefined) return [];

@@ -6,7 +6,7 @@ import { backoffMs } from '../../core/backoff.ts';
 import { mayRetry } from '../retry-gate.ts';
 import { DEFAULT_RETRY, UpstreamClient, UpstreamError } from '../upstream-client.ts';
 import { upstreamTaskEngine } from '../upstream-task-engine.ts';
-import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, responseOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
+import { HUNYUAN_ENDPOINTS, file3dType, imageRefs, jobKindOf, jobState, refusalOf, resultFile, submitPayload, submittedJobId } from './mapping.ts';
 
 const DEFAULT_BASE_URL = 'https://ai3d.tencentcloudapi.com';
 const DEFAULTS = { region: 'ap-guangzhou', version: '2025-05-13', service: 'ai3d' };
@@ -75,21 +75,22 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
   const retry = ctx.client.retry ?? DEFAULT_RETRY;
 
   /**
-   * One signed action; a busy answer is sent again (re-signed), a submit only while its routed call
-   * has a try left for this channel (retry-gate.ts), else it fails as an upstream failure another
-   * channel may take; a refusal fails the task with Tencent's message.
+   * One signed action, answering its reply; a busy answer is sent again (re-signed), a submit only
+   * while its routed call has a try left for this channel (retry-gate.ts), else it fails as an
+   * upstream failure another channel may take; a refusal fails the task with Tencent's message.
    */
-  async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<Record<string, unknown>> {
+  async function call(action: string, payload: Record<string, unknown>, run: RunContext): Promise<unknown> {
     const body = JSON.stringify(payload);
     const idempotent = action.startsWith('Query') || action.startsWith('Describe');
     for (let attempt = 0; ; attempt++) {
       const headers = tc3Headers({ ...credentials!, service, host, action, version, region, payload: body, timestamp: Math.floor(Date.now() / 1000) });
       const res = await api.request({ path: '/', body, headers, signal: run.signal, idempotent });
-      const reply = responseOf(replyJson(res, ctx.provider, action), action);
-      if ('response' in reply) return reply.response;
-      const message = `Hunyuan refused ${action} (${reply.code})`;
-      if (!TRANSIENT_CODES.test(reply.code)) throw new TaskFailedError(message, reply.message);
-      const busy = new UpstreamError(message, reply.message, undefined);
+      const reply = replyJson(res, ctx.provider, action);
+      const refusal = refusalOf(reply);
+      if (!refusal) return reply;
+      const message = `Hunyuan refused ${action} (${refusal.code})`;
+      if (!TRANSIENT_CODES.test(refusal.code)) throw new TaskFailedError(message, refusal.message);
+      const busy = new UpstreamError(message, refusal.message, undefined);
       if (attempt < retry.attempts && (idempotent || mayRetry(run.signal, busy))) {
         await delay(backoffMs(retry, attempt), undefined, { signal: run.signal });
         continue;
@@ -118,7 +119,7 @@ export const hunyuanAdapter: AdapterFactory = (ctx) => {
       const model = job.endpoint === 'mesh3d.edit.smart_lowpoly' || job.endpoint === 'mesh3d.edit.texture' ? await sourceModel(job, run) : undefined;
       const { payload, dropped } = submitPayload(job, urls, model);
       for (const field of dropped) run.warn(`${field} was not sent: Hunyuan does not take it`);
-      const jobId = submittedJobId(await call(kind.submit, payload, run), kind.submit);
+      const jobId = submittedJobId(await call(kind.submit, payload, run));
       return { provider: ctx.provider, task_id: jobId, query_action: kind.query };
     },
     async poll(ref, _job, run) {

@@ -6,6 +6,8 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
+import { readReply } from '../upstream-reply.ts';
+import { HunyuanJob, HunyuanSubmitted, TencentEnvelope } from './reply-schemas.ts';
 
 type Json = Record<string, unknown>;
 
@@ -148,18 +150,14 @@ export function file3dType(file: { data: Buffer; fileName: string; mimeType: str
 
 // ---- replies ----
 
-/** `Response` of a Tencent Cloud reply, or its `Error` (code and message). */
-export function responseOf(body: unknown, action: string): { response: Json } | { code: string; message: string } {
-  const response = (body as { Response?: unknown } | null)?.Response;
-  if (!response || typeof response !== 'object') throw new TaskFailedError(`Hunyuan answered ${action} without Response`, JSON.stringify(body)?.slice(0, 2000));
-  const error = (response as { Error?: { Code?: unknown; Message?: unknown } }).Error;
-  if (error) return { code: String(error.Code), message: String(error.Message ?? error.Code) };
-  return { response: response as Json };
+/** The `Error` (code and message) of a Tencent Cloud reply that refuses the action; undefined for any other. */
+export function refusalOf(reply: unknown): { code: string; message: string } | undefined {
+  const error = readReply(TencentEnvelope, reply, 'Hunyuan').Response.Error;
+  return error ? { code: error.Code, message: error.Message ?? error.Code } : undefined;
 }
 
-export function submittedJobId(response: Json, action: string): string {
-  if (typeof response.JobId !== 'string' || response.JobId === '') throw new TaskFailedError(`Hunyuan answered ${action} without JobId`, JSON.stringify(response).slice(0, 2000));
-  return response.JobId;
+export function submittedJobId(reply: unknown): string {
+  return readReply(HunyuanSubmitted, reply, 'Hunyuan').Response.JobId;
 }
 
 export interface ResultLink {
@@ -171,21 +169,22 @@ export interface ResultLink {
 }
 
 /** The engine's view of a job query; on DONE the result links (the preferred model first). */
-export function jobState(response: Json): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'done'; links: ResultLink[] } {
-  const status = String(response.Status);
+export function jobState(reply: unknown): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'done'; links: ResultLink[] } {
+  const response = readReply(HunyuanJob, reply, 'Hunyuan').Response;
+  const status = response.Status;
   if (status === 'WAIT' || status === 'RUN') return { state: 'running', message: status };
   if (status === 'FAIL') {
-    const code = response.ErrorCode ? ` (${String(response.ErrorCode)})` : '';
-    return { state: 'failed', message: `Hunyuan job failed${code}`, original: typeof response.ErrorMessage === 'string' && response.ErrorMessage ? response.ErrorMessage : `job status ${status}` };
+    const code = response.ErrorCode ? ` (${response.ErrorCode})` : '';
+    return { state: 'failed', message: `Hunyuan job failed${code}`, original: response.ErrorMessage || `job status ${status}` };
   }
   if (status !== 'DONE') throw new TaskFailedError(`Hunyuan job in an unknown status ${status}`);
-  const results = (Array.isArray(response.ResultFile3Ds) ? response.ResultFile3Ds : []) as { Type?: unknown; Url?: unknown; PreviewImageUrl?: unknown }[];
-  const models = results.filter((r) => typeof r.Url === 'string' && r.Url);
+  const results = response.ResultFile3Ds ?? [];
+  const models = results.flatMap((r) => (r.Url ? [{ url: r.Url, format: r.Type ?? '' }] : []));
   if (models.length === 0) throw new TaskFailedError('Hunyuan job finished without a result file', JSON.stringify(response).slice(0, 2000));
-  const main = models.find((r) => String(r.Type).toUpperCase() === 'GLB') ?? models[0]!;
-  const links: ResultLink[] = [main, ...models.filter((r) => r !== main)].map((r, i) => ({ ...(i === 0 ? { role: 'model' } : {}), type: '3d', url: String(r.Url), format: String(r.Type ?? '') }));
-  const preview = results.find((r) => typeof r.PreviewImageUrl === 'string' && r.PreviewImageUrl)?.PreviewImageUrl;
-  if (typeof preview === 'string') links.push({ role: 'preview', type: 'image', url: preview });
+  const main = models.find((r) => r.format.toUpperCase() === 'GLB') ?? models[0]!;
+  const links: ResultLink[] = [main, ...models.filter((r) => r !== main)].map((r, i) => ({ ...(i === 0 ? { role: 'model' } : {}), type: '3d', ...r }));
+  const preview = results.find((r) => r.PreviewImageUrl)?.PreviewImageUrl;
+  if (preview) links.push({ role: 'preview', type: 'image', url: preview });
   return { state: 'done', links };
 }
 

@@ -8,6 +8,8 @@ import { mapOrListValues } from '../../catalog/capabilities.ts';
 import type { VideoCapabilityFields } from '../../catalog/schema.ts';
 import type { VideoContentItem, VideoGenerationInput } from '../../endpoints/video.ts';
 import { TaskFailedError, TaskRejectedError } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { KlingCreated, KlingEnvelope, KlingTask } from './reply-schemas.ts';
 
 /** The Kling task families this adapter submits to (`/v1/videos/<family>`). */
 export type KlingFamily = 'text2video' | 'image2video' | 'omni-video';
@@ -195,30 +197,16 @@ export function klingRequest(input: VideoGenerationInput, model: LiveModel, valu
   return { family, body, warnings };
 }
 
-/** The `{code, message, request_id, data}` envelope of every Kling reply. */
-interface Envelope {
-  code?: unknown;
-  message?: unknown;
-  request_id?: unknown;
-  data?: unknown;
-}
-
-/** `data` of a reply whose code is 0; a reply with another code fails the task with Kling's message. */
-function dataOf(reply: unknown, call: string): Record<string, unknown> {
-  const envelope = (reply ?? {}) as Envelope;
-  if (envelope.code !== 0) {
-    throw new TaskFailedError(`kling answered ${call} with code ${String(envelope.code)}`, typeof envelope.message === 'string' ? envelope.message : JSON.stringify(reply).slice(0, 2000));
-  }
-  const data = envelope.data;
-  if (!data || typeof data !== 'object') throw new TaskFailedError(`kling answered ${call} without data`, JSON.stringify(reply).slice(0, 2000));
-  return data as Record<string, unknown>;
+/** Checks the envelope of a reply: a code other than 0 fails the task with Kling's message. */
+function checkEnvelope(reply: unknown, call: string): void {
+  const envelope = readReply(KlingEnvelope, reply, 'kling');
+  if (envelope.code !== 0) throw new TaskFailedError(`kling answered ${call} with code ${envelope.code}`, envelope.message ?? JSON.stringify(reply).slice(0, 2000));
 }
 
 /** The task id of a create reply. */
 export function createdTaskId(reply: unknown): string {
-  const id = dataOf(reply, 'the video request').task_id;
-  if (typeof id !== 'string' || id === '') throw new TaskFailedError('kling answered the video request without a task id', JSON.stringify(reply).slice(0, 2000));
-  return id;
+  checkEnvelope(reply, 'the video request');
+  return readReply(KlingCreated, reply, 'kling').data.task_id;
 }
 
 export type KlingTaskState =
@@ -228,12 +216,8 @@ export type KlingTaskState =
 
 /** A GET /v1/videos/<family>/{task_id} reply. */
 export function taskState(reply: unknown): KlingTaskState {
-  const task = dataOf(reply, 'the task query') as {
-    task_status?: unknown;
-    task_status_msg?: unknown;
-    final_unit_deduction?: unknown;
-    task_result?: { videos?: { url?: unknown }[] } | null;
-  };
+  checkEnvelope(reply, 'the task query');
+  const task = readReply(KlingTask, reply, 'kling').data;
   switch (task.task_status) {
     case 'submitted':
       return { state: 'running', progress: 10, message: 'queued upstream' };
@@ -241,12 +225,12 @@ export function taskState(reply: unknown): KlingTaskState {
       return { state: 'running', progress: 50, message: 'generating' };
     case 'succeed': {
       const url = task.task_result?.videos?.[0]?.url;
-      if (typeof url !== 'string' || url === '') throw new TaskFailedError('kling reported success without a video URL', JSON.stringify(reply).slice(0, 2000));
+      if (!url) throw new TaskFailedError('kling reported success without a video URL', JSON.stringify(reply).slice(0, 2000));
       const units = Number(task.final_unit_deduction);
       return { state: 'succeeded', videoUrl: url, ...(task.final_unit_deduction !== undefined && Number.isFinite(units) ? { units } : {}) };
     }
     case 'failed':
-      return { state: 'failed', message: 'kling video task failed', original: typeof task.task_status_msg === 'string' && task.task_status_msg ? task.task_status_msg : 'no reason given' };
+      return { state: 'failed', message: 'kling video task failed', original: task.task_status_msg || 'no reason given' };
     default:
       throw new TaskFailedError('kling answered the task query with an unknown status', JSON.stringify(reply).slice(0, 2000));
   }
@@ -255,8 +239,8 @@ export function taskState(reply: unknown): KlingTaskState {
 /** Kling's own words in an error reply: `<code> <message>` of its envelope, else the text. */
 export function errorText(text: string): string {
   try {
-    const envelope = JSON.parse(text) as Envelope;
-    if (typeof envelope.message === 'string') return `${String(envelope.code)} ${envelope.message}`;
+    const envelope: unknown = JSON.parse(text);
+    if (KlingEnvelope.Check(envelope) && envelope.message !== undefined) return `${envelope.code} ${envelope.message}`;
   } catch {
     // Not the envelope: the text as it came.
   }

@@ -1,6 +1,8 @@
 import { mapFields, type FieldRule } from '../field-mapping.ts';
 import { TaskFailedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
 import type { Usage } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { MinimaxAsyncSubmitted, MinimaxAsyncTask, MinimaxBaseResp, MinimaxSpeechAudio, MinimaxSpeechInfo, MinimaxUploaded } from './reply-schemas.ts';
 
 /**
  * Longest text sent to the synchronous call; longer texts (and uploaded text files) go through
@@ -56,29 +58,16 @@ export function asyncBody(input: SpeechInput, model: string, textFileId: Upstrea
 /** MiniMax ids are integers in its JSON; they go back exactly as they came. */
 export type UpstreamId = number | string;
 
-function isId(value: unknown): value is UpstreamId {
-  return (typeof value === 'number' && Number.isSafeInteger(value)) || (typeof value === 'string' && value !== '');
-}
-
 /** The file id of a /v1/files/upload reply `{file: {file_id, …}, base_resp}`. */
 export function uploadedFileId(reply: unknown): UpstreamId {
   checkBaseResp(reply, 'the text file upload');
-  const id = (reply as { file?: { file_id?: unknown } | null }).file?.file_id;
-  if (!isId(id)) throw new TaskFailedError('minimax answered the text file upload without file_id', JSON.stringify(reply).slice(0, 2000));
-  return id;
-}
-
-interface BaseResp {
-  base_resp?: { status_code?: unknown; status_msg?: unknown } | null;
+  return readReply(MinimaxUploaded, reply, 'minimax').file.file_id;
 }
 
 /** MiniMax answers errors with HTTP 200 and a non-zero base_resp.status_code: the task fails with status_msg. */
 export function checkBaseResp(reply: unknown, call: string): void {
-  const base = (reply as BaseResp | null)?.base_resp;
-  if (typeof base?.status_code !== 'number') throw new TaskFailedError(`minimax answered ${call} without base_resp`, JSON.stringify(reply).slice(0, 2000));
-  if (base.status_code !== 0) {
-    throw new TaskFailedError(`minimax refused ${call} (status_code ${base.status_code})`, typeof base.status_msg === 'string' && base.status_msg !== '' ? base.status_msg : `status_code ${base.status_code}`);
-  }
+  const base = readReply(MinimaxBaseResp, reply, 'minimax').base_resp;
+  if (base.status_code !== 0) throw new TaskFailedError(`minimax refused ${call} (status_code ${base.status_code})`, base.status_msg || `status_code ${base.status_code}`);
 }
 
 /** Usage of a synthesis: MiniMax bills characters, reported as input tokens. */
@@ -89,8 +78,7 @@ export function usageOf(characterCount: number): Usage {
 /** The audio of a sync reply: hex bytes, or a URL to fetch when the upstream hands out links. */
 export function syncAudio(reply: unknown): { audio: Buffer } | { url: string } {
   checkBaseResp(reply, 'the speech request');
-  const audio = (reply as { data?: { audio?: unknown } | null }).data?.audio;
-  if (typeof audio !== 'string' || audio === '') throw new TaskFailedError('minimax answered the speech request without audio', JSON.stringify(reply).slice(0, 2000));
+  const { audio } = readReply(MinimaxSpeechAudio, reply, 'minimax').data;
   if (/^https?:\/\//.test(audio)) return { url: audio };
   if (!/^(?:[0-9a-f]{2})+$/i.test(audio)) throw new TaskFailedError('minimax answered the speech request with audio that is not hex', audio.slice(0, 200));
   return { audio: Buffer.from(audio, 'hex') };
@@ -98,10 +86,10 @@ export function syncAudio(reply: unknown): { audio: Buffer } | { url: string } {
 
 /** extra_info of a sync reply: characters billed and the audio's length. */
 export function syncInfo(reply: unknown): { characters: number; audioLengthMs?: number } {
-  const info = (reply as { extra_info?: { usage_characters?: unknown; audio_length?: unknown } | null }).extra_info;
+  const info = readReply(MinimaxSpeechInfo, reply, 'minimax').extra_info;
   return {
-    characters: typeof info?.usage_characters === 'number' ? info.usage_characters : 0,
-    ...(typeof info?.audio_length === 'number' ? { audioLengthMs: info.audio_length } : {}),
+    characters: info?.usage_characters ?? 0,
+    ...(info?.audio_length != null ? { audioLengthMs: info.audio_length } : {}),
   };
 }
 
@@ -111,9 +99,8 @@ export type MinimaxAsyncRef = { task_id: string; usage_characters: number };
 /** The task of a t2a_async_v2 reply `{task_id, task_token, file_id, usage_characters, base_resp}`. */
 export function asyncSubmitted(reply: unknown): MinimaxAsyncRef {
   checkBaseResp(reply, 'the long-text speech request');
-  const body = reply as { task_id?: unknown; usage_characters?: unknown };
-  if (!isId(body.task_id)) throw new TaskFailedError('minimax answered the long-text speech request without task_id', JSON.stringify(reply).slice(0, 2000));
-  return { task_id: String(body.task_id), usage_characters: typeof body.usage_characters === 'number' ? body.usage_characters : 0 };
+  const body = readReply(MinimaxAsyncSubmitted, reply, 'minimax');
+  return { task_id: String(body.task_id), usage_characters: body.usage_characters ?? 0 };
 }
 
 export type MinimaxAsyncState =
@@ -124,14 +111,14 @@ export type MinimaxAsyncState =
 /** A t2a_async_query_v2 reply `{task_id, status, file_id, base_resp}`; statuses are compared without case. */
 export function asyncState(reply: unknown): MinimaxAsyncState {
   checkBaseResp(reply, 'the speech task query');
-  const body = reply as { status?: unknown; file_id?: unknown };
-  const status = typeof body.status === 'string' ? body.status.toLowerCase() : '';
+  const body = readReply(MinimaxAsyncTask, reply, 'minimax');
+  const status = body.status.toLowerCase();
   if (status === 'processing') return { state: 'running' };
   if (status === 'success') {
-    if (!isId(body.file_id)) throw new TaskFailedError('minimax reported success without file_id', JSON.stringify(reply).slice(0, 2000));
+    if (body.file_id == null) throw new TaskFailedError('minimax reported success without file_id', JSON.stringify(reply).slice(0, 2000));
     return { state: 'succeeded', fileId: String(body.file_id) };
   }
-  if (status === 'failed' || status === 'expired') return { state: 'failed', message: `minimax speech task ${status}`, original: `task status ${String(body.status)}` };
+  if (status === 'failed' || status === 'expired') return { state: 'failed', message: `minimax speech task ${status}`, original: `task status ${body.status}` };
   throw new TaskFailedError('minimax answered the speech task query with an unknown status', JSON.stringify(reply).slice(0, 2000));
 }
 

@@ -1,11 +1,12 @@
-import { ApiError } from '../../core/errors.ts';
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
 import { chatChunks } from './chat-stream.ts';
 import { keepable, keptJson } from '../kept-json.ts';
+import { readAnswer } from '../upstream-reply.ts';
 import { answerText, ChatTransport, parsedAnswer } from './chat-transport.ts';
+import { OpenAiChat } from './reply-schemas.ts';
 
 type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
 
@@ -54,9 +55,7 @@ export class OpenAiChatModel implements ChatModel {
     const text = await answerText(res, provider, signal);
     // An object naming choices and no error is taken for a completion as it is, and passed on unparsed.
     if (keepable(text)) return keptJson<ChatCompletion>(text);
-    const completion = parsedAnswer(text, provider) as ChatCompletion;
-    if (!completion || !Array.isArray(completion.choices)) throw new ApiError('upstream_error', `${provider} answered with something that is not a chat completion: ${JSON.stringify(completion).slice(0, 200)}`);
-    return completion;
+    return readAnswer(OpenAiChat, parsedAnswer(text, provider), provider) as ChatCompletion;
   }
 
   async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {

@@ -3,6 +3,8 @@ import { ApiError } from '../../core/errors.ts';
 import { streamFrame, translatedChunks, type StreamOptions, type StreamTranslator } from '../chat-sse.ts';
 import { keepable, keptJson } from '../kept-json.ts';
 import type { ChatChunk } from '../spec.ts';
+import { readAnswer } from '../upstream-reply.ts';
+import { OpenAiChat, OpenAiError, OpenAiErrorText, OpenAiStreamFailure } from './reply-schemas.ts';
 
 /** OpenAI's stream: each frame is a chunk (kept as it came, see keptJson), `[DONE]` ends it, `{"error": …}` is a failure. */
 class OpenAiStream implements StreamTranslator {
@@ -17,13 +19,12 @@ class OpenAiStream implements StreamTranslator {
     }
     // An object naming choices and no error anywhere is taken for a chunk as it is, and passed on unparsed.
     if (keepable(data)) return [keptJson<ChatChunk>(data)];
-    const frame = streamFrame(data, this.provider) as { choices?: unknown; error?: { message?: unknown } | string };
-    if (frame.error !== undefined) {
-      const message = typeof frame.error === 'string' ? frame.error : typeof frame.error?.message === 'string' ? frame.error.message : JSON.stringify(frame.error);
+    const frame = streamFrame(data, this.provider);
+    if (OpenAiStreamFailure.Check(frame)) {
+      const message = OpenAiErrorText.Check(frame) ? frame.error : OpenAiError.Check(frame) ? frame.error.message : JSON.stringify(frame.error);
       throw new ApiError('upstream_error', `${this.provider} failed in the middle of the stream: ${message}`);
     }
-    if (!Array.isArray(frame.choices)) throw new ApiError('upstream_error', `${this.provider} sent a stream frame that is not a chat chunk: ${data.slice(0, 200)}`);
-    return [frame as ChatChunk];
+    return [readAnswer(OpenAiChat, frame, this.provider) as ChatChunk];
   }
 
   end(): ChatChunk[] {

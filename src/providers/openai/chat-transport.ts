@@ -5,6 +5,7 @@ import { ApiError, UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs } from '../../core/backoff.ts';
 import { mayRetry } from '../retry-gate.ts';
 import { retryAfterMs, type RetryPolicy } from '../upstream-client.ts';
+import { OpenAiError, OpenAiErrorText, OpenAiMessage } from './reply-schemas.ts';
 
 export interface ChatTransportOptions {
   /** Provider code, named in error messages. */
@@ -33,11 +34,10 @@ const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTF
 /** The message of an OpenAI-style error body (`{error: {message, param}}`), else its text. */
 function upstreamErrorOf(text: string): { message: string; param: string | null } {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown; param?: unknown } | string; message?: unknown };
-    const error = body.error;
-    if (typeof error === 'string') return { message: error, param: null };
-    if (error && typeof error.message === 'string') return { message: error.message, param: typeof error.param === 'string' ? error.param : null };
-    if (typeof body.message === 'string') return { message: body.message, param: null };
+    const body: unknown = JSON.parse(text);
+    if (OpenAiErrorText.Check(body)) return { message: body.error, param: null };
+    if (OpenAiError.Check(body)) return { message: body.error.message, param: body.error.param ?? null };
+    if (OpenAiMessage.Check(body)) return { message: body.message, param: null };
   } catch {
     // not JSON: the text itself says what went wrong
   }

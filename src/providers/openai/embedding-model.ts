@@ -3,13 +3,9 @@ import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, EmbeddingModel, EmbeddingRequest, EmbeddingResult } from '../spec.ts';
 import { syncJson, syncRequest } from '../sync-upstream.ts';
 import { UpstreamClient } from '../upstream-client.ts';
+import { readAnswer } from '../upstream-reply.ts';
 import { OPENAI_BASE_URL } from './chat-model.ts';
-
-/** What is read of an embeddings answer; `embedding` is a list of numbers, or base64 of float32 when a server sends it so anyway. */
-interface EmbeddingsReply {
-  data?: { index?: number; embedding?: number[] | string }[];
-  usage?: { prompt_tokens?: number };
-}
+import { OpenAiEmbeddings } from './reply-schemas.ts';
 
 /** The body sent upstream: the upstream's model name and the caller's fields; float vectors asked for explicitly. */
 export function embeddingsBody(request: EmbeddingRequest): Record<string, unknown> {
@@ -23,12 +19,10 @@ export function embeddingsBody(request: EmbeddingRequest): Record<string, unknow
 }
 
 function vectorOf(embedding: number[] | string | undefined, provider: string): number[] {
+  if (embedding === undefined) throw new ApiError('upstream_error', `${provider} answered embeddings without an embedding`);
   if (Array.isArray(embedding)) return embedding;
-  if (typeof embedding === 'string') {
-    const bytes = Buffer.from(embedding, 'base64');
-    return Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.length / 4)));
-  }
-  throw new ApiError('upstream_error', `${provider} answered embeddings without an embedding`);
+  const bytes = Buffer.from(embedding, 'base64');
+  return Array.from(new Float32Array(bytes.buffer, bytes.byteOffset, Math.floor(bytes.length / 4)));
 }
 
 /** An OpenAI-compatible embeddings API (POST {base}/embeddings). */
@@ -37,7 +31,7 @@ export class OpenAiEmbeddingModel implements EmbeddingModel {
 
   async embed(request: EmbeddingRequest, { signal }: ChatCallOptions): Promise<EmbeddingResult> {
     const res = await syncRequest(this.client, { path: '/embeddings', json: embeddingsBody(request), signal });
-    const reply = syncJson<EmbeddingsReply>(res, this.provider, 'embeddings');
+    const reply = readAnswer(OpenAiEmbeddings, syncJson(res, this.provider, 'embeddings'), this.provider);
     const data = [...(reply.data ?? [])].sort((a, b) => (a.index ?? 0) - (b.index ?? 0));
     if (data.length !== request.input.length) {
       throw new ApiError('upstream_error', `${this.provider} answered ${data.length} embeddings for ${request.input.length} inputs`);

@@ -8,6 +8,8 @@ import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import type { Usage } from '../spec.ts';
 import { TaskFailedError, type EngineDeclaration, type GenerationJob, type InputFile, type JobOf } from '../spec.ts';
 import type { ImageGenerationInput } from '../../endpoints/images.ts';
+import { readReply } from '../upstream-reply.ts';
+import { OpenAiError, OpenAiErrorText, OpenAiImages, OpenAiMessage } from './reply-schemas.ts';
 
 /** The gateway endpoints this adapter runs, with the catalog capability each one needs. */
 export const IMAGE_ENDPOINTS = {
@@ -164,32 +166,31 @@ export interface ImagesReply {
 
 /** Reads the fields used from an images reply; a reply without them fails the task, naming what is missing. */
 export function parseImagesReply(body: unknown): ImagesReply {
-  const reply = body as { data?: unknown; usage?: Record<string, unknown> } | null;
-  if (!reply || !Array.isArray(reply.data) || reply.data.length === 0) throw new TaskFailedError('OpenAI images reply has no data', JSON.stringify(body)?.slice(0, 2000));
+  const reply = readReply(OpenAiImages, body, 'openai');
+  if (reply.data.length === 0) throw new TaskFailedError('OpenAI images reply has no data', JSON.stringify(body).slice(0, 2000));
   const images: ReplyImage[] = [];
   const revisedPrompts: string[] = [];
-  for (const [i, item] of (reply.data as Record<string, unknown>[]).entries()) {
-    if (typeof item?.b64_json === 'string') images.push({ b64: item.b64_json });
-    else if (typeof item?.url === 'string') images.push({ url: item.url });
+  for (const [i, item] of reply.data.entries()) {
+    if (item.b64_json != null) images.push({ b64: item.b64_json });
+    else if (item.url != null) images.push({ url: item.url });
     else throw new TaskFailedError(`OpenAI images reply: data[${i}] has neither b64_json nor url`);
-    if (typeof item.revised_prompt === 'string') revisedPrompts.push(item.revised_prompt);
+    if (item.revised_prompt != null) revisedPrompts.push(item.revised_prompt);
   }
-  const usage = reply.usage;
-  const tokens = (key: string) => (typeof usage?.[key] === 'number' ? usage[key] : 0);
+  const { usage } = reply;
   return {
     images,
     revisedPrompts,
-    ...(usage && typeof usage === 'object' ? { usage: { total_tokens: tokens('total_tokens'), input_tokens: tokens('input_tokens'), output_tokens: tokens('output_tokens') } } : {}),
+    ...(usage ? { usage: { total_tokens: usage.total_tokens ?? 0, input_tokens: usage.input_tokens ?? 0, output_tokens: usage.output_tokens ?? 0 } } : {}),
   };
 }
 
 /** The message of an OpenAI-style error body (`{error: {message}}`), else the text itself. */
 export function upstreamErrorText(text: string): string {
   try {
-    const body = JSON.parse(text) as { error?: { message?: unknown } | string; message?: unknown };
-    if (typeof body.error === 'string') return body.error;
-    if (body.error && typeof body.error.message === 'string') return body.error.message;
-    if (typeof body.message === 'string') return body.message;
+    const body: unknown = JSON.parse(text);
+    if (OpenAiErrorText.Check(body)) return body.error;
+    if (OpenAiError.Check(body)) return body.error.message;
+    if (OpenAiMessage.Check(body)) return body.message;
   } catch {
     // not JSON: the text is the message
   }

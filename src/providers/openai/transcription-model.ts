@@ -2,16 +2,9 @@ import type { AdapterContext } from '../adapter-support.ts';
 import type { ChatCallOptions, Transcription, TranscriptionModel, TranscriptionRequest } from '../spec.ts';
 import { syncJson, syncRequest } from '../sync-upstream.ts';
 import type { UpstreamClient } from '../upstream-client.ts';
+import { readAnswer } from '../upstream-reply.ts';
 import { openAiCompatibleClient } from './embedding-model.ts';
-
-/** What is read of a transcription answer (`json`, or `verbose_json` where a server sends more). */
-interface TranscriptionReply {
-  text?: string;
-  language?: string;
-  duration?: number;
-  segments?: { start?: number; end?: number; text?: string }[];
-  usage?: Transcription['usage'];
-}
+import { OpenAiTranscription } from './reply-schemas.ts';
 
 /** The multipart form sent upstream: the file, the upstream's model name, the caller's hints, `json` answers. */
 export function transcriptionForm(request: TranscriptionRequest): FormData {
@@ -31,7 +24,7 @@ export class OpenAiTranscriptionModel implements TranscriptionModel {
 
   async transcribe(request: TranscriptionRequest, { signal }: ChatCallOptions): Promise<Transcription> {
     const res = await syncRequest(this.client, { path: '/audio/transcriptions', body: transcriptionForm(request), signal });
-    const reply = syncJson<TranscriptionReply>(res, this.provider, 'transcriptions');
+    const reply = readAnswer(OpenAiTranscription, syncJson(res, this.provider, 'transcriptions'), this.provider);
     const segments = reply.segments?.map((s) => ({ start: s.start ?? 0, end: s.end ?? 0, text: s.text ?? '' }));
     return {
       text: reply.text ?? '',

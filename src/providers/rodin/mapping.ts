@@ -5,6 +5,8 @@
 import { guessMimeType } from '../../core/mime-type.ts';
 import { TaskFailedError, TaskRejectedError, type EngineDeclaration, type GeneratedFile, type GenerationJob, type JobOf } from '../spec.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
+import { readReply } from '../upstream-reply.ts';
+import { RodinDownloads, RodinEnvelope, RodinStatus, RodinSubmitted } from './reply-schemas.ts';
 
 type GenerateEndpoint = 'mesh3d.generate.text' | 'mesh3d.generate.image' | 'mesh3d.generate.multiview';
 const GENERATION_ENDPOINTS: readonly string[] = ['mesh3d.generate.text', 'mesh3d.generate.image', 'mesh3d.generate.multiview'] satisfies GenerateEndpoint[];
@@ -115,33 +117,23 @@ export function rodinForm(job: JobOf<GenerateEndpoint>): RodinForm {
 
 // ---- replies ----
 
-type Json = Record<string, unknown>;
-
-function object(body: unknown, call: string): Json {
-  if (!body || typeof body !== 'object' || Array.isArray(body)) throw new TaskFailedError(`Rodin answered ${call} with no JSON object`);
-  const reply = body as Json;
-  // Rejections (e.g. no funds) can come inside a success status, in `error`.
-  if (reply.error !== undefined && reply.error !== null && reply.error !== '') {
-    throw new TaskFailedError(`Rodin refused ${call}: ${String(reply.error)}`, typeof reply.message === 'string' ? reply.message : String(reply.error));
-  }
-  return reply;
+/** Fails the task when the reply says Rodin refused the call. */
+function checkRefusal(body: unknown, call: string): void {
+  const { error, message } = readReply(RodinEnvelope, body, 'Rodin');
+  if (error) throw new TaskFailedError(`Rodin refused ${call}: ${error}`, message ?? error);
 }
 
 /** The task uuid and the subscription key of the submit reply. */
 export function submitted(body: unknown): { uuid: string; subscriptionKey: string } {
-  const reply = object(body, 'the generation');
-  const jobs = reply.jobs as { subscription_key?: unknown } | undefined;
-  if (typeof reply.uuid !== 'string' || typeof jobs?.subscription_key !== 'string') {
-    throw new TaskFailedError('Rodin accepted the generation without uuid and jobs.subscription_key', JSON.stringify(body).slice(0, 2000));
-  }
-  return { uuid: reply.uuid, subscriptionKey: jobs.subscription_key };
+  checkRefusal(body, 'the generation');
+  const reply = readReply(RodinSubmitted, body, 'Rodin');
+  return { uuid: reply.uuid, subscriptionKey: reply.jobs.subscription_key };
 }
 
 /** The engine's view of POST /status: done when every job is Done, failed when any job Failed. */
 export function statusState(body: unknown): Exclude<UpstreamPoll, { state: 'succeeded' }> | { state: 'done' } {
-  const reply = object(body, 'the status query');
-  if (!Array.isArray(reply.jobs) || reply.jobs.length === 0) throw new TaskFailedError('Rodin answered the status query without jobs', JSON.stringify(body).slice(0, 2000));
-  const statuses = (reply.jobs as { status?: unknown }[]).map((j) => String(j.status));
+  checkRefusal(body, 'the status query');
+  const statuses = readReply(RodinStatus, body, 'Rodin').jobs.map((j) => j.status);
   if (statuses.includes('Failed')) return { state: 'failed', message: 'Rodin generation failed', original: `job statuses: ${statuses.join(', ')}` };
   const done = statuses.filter((s) => s === 'Done').length;
   if (done === statuses.length) return { state: 'done' };
@@ -155,9 +147,8 @@ export interface RodinResult {
 
 /** The files listed by POST /download. */
 export function downloadList(body: unknown): RodinResult[] {
-  const reply = object(body, 'the download request');
-  const list = Array.isArray(reply.list) ? (reply.list as { url?: unknown; name?: unknown }[]) : [];
-  const files = list.flatMap((f) => (typeof f.url === 'string' && typeof f.name === 'string' ? [{ url: f.url, name: f.name }] : []));
+  checkRefusal(body, 'the download request');
+  const files = (readReply(RodinDownloads, body, 'Rodin').list ?? []).map((f) => ({ url: f.url, name: f.name }));
   if (files.length === 0) throw new TaskFailedError('Rodin listed no result files', JSON.stringify(body).slice(0, 2000));
   return files;
 }

@@ -1,6 +1,8 @@
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { DownloadedFile } from '../adapter-support.ts';
 import { TaskFailedError, TaskRejectedError, type GeneratedFile, type GenerationOutput, type TaskInputs } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { SunoEnvelope, SunoRecord, SunoSubmitted, type SunoRecordData } from './reply-schemas.ts';
 
 /** Weights go upstream with two decimals, as the upstream documents them. */
 const twoDecimals = (value: unknown) => Math.round(Number(value) * 100) / 100;
@@ -88,10 +90,9 @@ export function generateBody(input: SongInput, model: string, callBackUrl: strin
 
 /** The upstream task id from a generate reply `{code: 200, msg, data: {taskId}}`. */
 export function submittedTaskId(reply: unknown): string {
-  const body = reply as { code?: unknown; msg?: unknown; data?: { taskId?: unknown } | null };
-  if (body?.code !== 200) throw new TaskFailedError(`suno refused the song request (code ${String(body?.code)})`, String(body?.msg ?? JSON.stringify(reply)));
-  if (typeof body.data?.taskId !== 'string' || body.data.taskId === '') throw new TaskFailedError('suno answered the song request without a taskId', JSON.stringify(reply));
-  return body.data.taskId;
+  const { code, msg } = readReply(SunoEnvelope, reply, 'suno');
+  if (code !== 200) throw new TaskFailedError(`suno refused the song request (code ${code})`, msg ?? JSON.stringify(reply));
+  return readReply(SunoSubmitted, reply, 'suno').data.taskId;
 }
 
 /** One generated track of a record-info reply (`data.response.sunoData[]`). */
@@ -125,34 +126,40 @@ const FAILED: Record<string, string> = {
   SENSITIVE_WORD_ERROR: 'suno refused the request for sensitive words',
 };
 
-function completeTracks(data: unknown): SunoTrack[] | undefined {
-  const tracks = (data as { response?: { sunoData?: unknown } | null })?.response?.sunoData;
-  if (!Array.isArray(tracks) || tracks.length === 0) return undefined;
-  const ok = tracks.every((t: Partial<SunoTrack>) => typeof t?.id === 'string' && typeof t.audioUrl === 'string' && t.audioUrl !== '');
-  return ok ? (tracks as SunoTrack[]) : undefined;
+/** The tracks of a record once every one has its audio URL. */
+function completeTracks(data: SunoRecordData): SunoTrack[] | undefined {
+  const tracks = data.response?.sunoData;
+  if (!tracks?.length || !tracks.every((t) => t.audioUrl)) return undefined;
+  return tracks.map((t) => ({
+    id: t.id,
+    audioUrl: t.audioUrl!,
+    ...(t.imageUrl != null ? { imageUrl: t.imageUrl } : {}),
+    ...(t.title != null ? { title: t.title } : {}),
+    ...(t.tags != null ? { tags: t.tags } : {}),
+    ...(t.duration != null ? { duration: t.duration } : {}),
+    ...(t.modelName != null ? { modelName: t.modelName } : {}),
+  }));
 }
 
 /** Reads a record-info reply `{code, msg, data: {status, response: {sunoData}, errorCode, errorMessage}}`. */
 export function taskState(reply: unknown): SunoTaskState {
-  const body = reply as { code?: unknown; msg?: unknown; data?: { status?: unknown; errorCode?: unknown; errorMessage?: unknown } | null };
-  if (body?.code !== 200 || typeof body.data?.status !== 'string') {
-    throw new TaskFailedError('suno answered an unexpected task record', JSON.stringify(reply).slice(0, 2000));
-  }
-  const { status } = body.data;
+  if (readReply(SunoEnvelope, reply, 'suno').code !== 200) throw new TaskFailedError('suno answered an unexpected task record', JSON.stringify(reply).slice(0, 2000));
+  const { data } = readReply(SunoRecord, reply, 'suno');
+  const { status } = data;
   if (status === 'SUCCESS') {
-    const tracks = completeTracks(body.data);
+    const tracks = completeTracks(data);
     if (!tracks) throw new TaskFailedError('suno reported success without the tracks audio URLs', JSON.stringify(reply).slice(0, 2000));
     return { state: 'succeeded', tracks };
   }
   // The callback address may be a placeholder (see the adapter): a failed callback of a finished song still delivers the song.
   if (status === 'CALLBACK_EXCEPTION') {
-    const tracks = completeTracks(body.data);
+    const tracks = completeTracks(data);
     if (tracks) return { state: 'succeeded', tracks };
   }
   const failure = FAILED[status] ?? (/(FAILED|ERROR|EXCEPTION)$/.test(status) ? `suno task ended with ${status}` : undefined);
   if (failure) {
-    const detail = typeof body.data.errorMessage === 'string' && body.data.errorMessage !== '' ? body.data.errorMessage : status;
-    return { state: 'failed', message: failure, original: body.data.errorCode !== undefined && body.data.errorCode !== null ? `${detail} (errorCode ${String(body.data.errorCode)})` : detail };
+    const detail = data.errorMessage || status;
+    return { state: 'failed', message: failure, original: data.errorCode != null ? `${detail} (errorCode ${data.errorCode})` : detail };
   }
   return { state: 'running', ...(RUNNING[status] ?? { progress: 10, message: status.toLowerCase() }) };
 }
@@ -181,7 +188,7 @@ export function songOutput(tracks: SunoTrack[], audio: DownloadedFile[], covers:
         id: t.id,
         ...(t.title !== undefined ? { title: t.title } : {}),
         ...(t.tags !== undefined ? { tags: t.tags } : {}),
-        ...(typeof t.duration === 'number' ? { duration: t.duration } : {}),
+        ...(t.duration !== undefined ? { duration: t.duration } : {}),
         ...(t.modelName !== undefined ? { model_name: t.modelName } : {}),
       })),
     },

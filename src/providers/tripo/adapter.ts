@@ -7,7 +7,7 @@ import { upstreamTaskEngine } from '../upstream-task-engine.ts';
 import {
   NEEDS_OWN_SOURCE,
   TASK_TYPES,
-  envelopeData,
+  checkEnvelope,
   errorText,
   importFormatOf,
   imageRefs,
@@ -16,11 +16,13 @@ import {
   resultFile,
   resultLinks,
   sourceTaskOf,
+  stsToken,
   submittedTaskId,
   taskBody,
   taskOutput,
   type TripoTask,
 } from './mapping.ts';
+import type { StsToken } from './reply-schemas.ts';
 
 const DEFAULT_BASE_URL = 'https://api.tripo3d.ai/v2/openapi';
 
@@ -35,16 +37,6 @@ const isEdit = (job: GenerationJob): job is JobOf<EditEndpoint> => job.endpoint.
 
 /** Saved while a foreign source model is being imported, so a resumed run does not import it twice. */
 const IMPORT_KEY = 'tripo_import';
-
-/** Temporary S3 credentials of POST /upload/sts/token. */
-interface StsToken {
-  s3_host: string;
-  resource_bucket: string;
-  resource_uri: string;
-  session_token: string;
-  sts_ak: string;
-  sts_sk: string;
-}
 
 const hex = (data: string | Buffer) => createHash('sha256').update(data).digest('hex');
 const hmac = (key: string | Buffer, data: string) => createHmac('sha256', key).update(data).digest();
@@ -87,9 +79,11 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
   // Result files and the S3 upload live on other hosts: no API key goes there.
   const storage = new UpstreamClient({ ...ctx.client, baseURL, fetch: ctx.fetch });
 
-  /** One call of the OpenAPI: its `data`, Tripo's own message as original_error_message on failure. */
-  async function call(req: UpstreamRequest, what: string): Promise<Record<string, unknown>> {
-    return envelopeData(replyJson(await api.request(req), ctx.provider, what), what);
+  /** One call of the OpenAPI: its reply, Tripo's own message as original_error_message on failure. */
+  async function call(req: UpstreamRequest, what: string): Promise<unknown> {
+    const reply = replyJson(await api.request(req), ctx.provider, what);
+    checkEnvelope(reply, what);
+    return reply;
   }
 
   const createTask = async (body: Record<string, unknown>, run: RunContext) =>
@@ -105,10 +99,7 @@ export const tripoAdapter: AdapterFactory = (ctx) => {
       const file = await run.readInput(job.input.source.model);
       const format = importFormatOf(file);
       if (!format) throw new TaskFailedError(`Tripo imports GLB, OBJ, FBX or STL models; the source model is ${file.mimeType || file.fileName}`);
-      const sts = (await call({ path: '/upload/sts/token', json: { format }, signal: run.signal }, 'the upload token request')) as unknown as StsToken;
-      for (const field of ['s3_host', 'resource_bucket', 'resource_uri', 'session_token', 'sts_ak', 'sts_sk'] as const) {
-        if (typeof sts[field] !== 'string') throw new TaskFailedError(`Tripo answered the upload token request without ${field}`);
-      }
+      const sts = stsToken(await call({ path: '/upload/sts/token', json: { format }, signal: run.signal }, 'the upload token request'));
       const url = s3ObjectUrl(sts);
       await storage.request({ method: 'PUT', path: url.href, body: new Uint8Array(file.data), headers: s3PutHeaders(url, file.data, sts), signal: run.signal, idempotent: true });
       importId = await createTask({ type: 'import_model', file: { type: format, object: { bucket: sts.resource_bucket, key: sts.resource_uri } } }, run);

@@ -7,6 +7,8 @@ import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import type { UpstreamPoll } from '../upstream-task-engine.ts';
 import type { EditTaskSource, ResolvedFile, ResolvedTexturePrompt, ResolvedView } from '../../endpoints/mesh3d.ts';
 import { TaskFailedError, type GeneratedFile, type GenerationJob, type GenerationOutput } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { TripoCreated, TripoEnvelope, TripoError, TripoStsToken, TripoTaskReply, type StsToken, type TripoTaskData } from './reply-schemas.ts';
 
 /** Gateway endpoints → Tripo task types (smart low-poly's wire name is highpoly_to_lowpoly). */
 export const TASK_TYPES: Record<string, string> = {
@@ -186,53 +188,53 @@ export function taskBody(job: GenerationJob, urls: ReadonlyMap<string, string>, 
 export interface TripoTask {
   status: string;
   progress?: number;
-  output: Input;
+  output: NonNullable<TripoTaskData['output']>;
   /** The Blender add-on's shape: `{role: {url, type}}`. */
-  result: Input;
+  result: NonNullable<TripoTaskData['result']>;
   errorCode?: number;
   errorMsg?: string;
 }
 
-/** `data` of Tripo's `{code: 0, data}` envelope; a non-zero code fails the task with Tripo's message. */
-export function envelopeData(body: unknown, call: string): Input {
-  const reply = body as { code?: unknown; data?: unknown; message?: unknown; suggestion?: unknown } | null;
-  if (!reply || typeof reply !== 'object') throw new TaskFailedError(`Tripo answered ${call} with no JSON object`);
-  if (reply.code !== 0) throw new TaskFailedError(`Tripo refused ${call} (code ${String(reply.code)})`, errorText(reply));
-  if (!reply.data || typeof reply.data !== 'object') throw new TaskFailedError(`Tripo answered ${call} without data`, JSON.stringify(body).slice(0, 2000));
-  return reply.data as Input;
+/** Tripo's own words in a refusal (`{code, message, suggestion}`), when it has them. */
+function wordsOf(reply: unknown): string | undefined {
+  if (!TripoError.Check(reply)) return undefined;
+  return reply.suggestion ? `${reply.message} (${reply.suggestion})` : reply.message;
 }
 
-/** Tripo's own words from an error body (`{code, message, suggestion}`), else the text as it is. */
-export function errorText(body: unknown): string {
-  let reply = body;
-  if (typeof body === 'string') {
-    try {
-      reply = JSON.parse(body);
-    } catch {
-      return body;
-    }
+/** Checks Tripo's `{code, data}` envelope: a non-zero code fails the task with Tripo's message. */
+export function checkEnvelope(body: unknown, call: string): void {
+  const { code } = readReply(TripoEnvelope, body, 'Tripo');
+  if (code !== 0) throw new TaskFailedError(`Tripo refused ${call} (code ${code})`, wordsOf(body) ?? JSON.stringify(body));
+}
+
+/** Tripo's own words from an error body, else the text as it is. */
+export function errorText(text: string): string {
+  try {
+    return wordsOf(JSON.parse(text)) ?? text;
+  } catch {
+    return text;
   }
-  const r = reply as { message?: unknown; suggestion?: unknown } | null;
-  if (r && typeof r.message === 'string') return typeof r.suggestion === 'string' && r.suggestion ? `${r.message} (${r.suggestion})` : r.message;
-  return typeof body === 'string' ? body : JSON.stringify(body);
 }
 
-export function submittedTaskId(data: Input): string {
-  if (typeof data.task_id !== 'string' || data.task_id === '') throw new TaskFailedError('Tripo accepted the task without a task_id', JSON.stringify(data).slice(0, 2000));
-  return data.task_id;
+export function submittedTaskId(reply: unknown): string {
+  return readReply(TripoCreated, reply, 'Tripo').data.task_id;
 }
 
-export function parseTask(data: Input): TripoTask {
-  if (typeof data.status !== 'string') throw new TaskFailedError('Tripo task reply has no status', JSON.stringify(data).slice(0, 2000));
-  const object = (v: unknown): Input => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Input) : {});
+export function parseTask(reply: unknown): TripoTask {
+  const data = readReply(TripoTaskReply, reply, 'Tripo').data;
   return {
     status: data.status,
-    ...(typeof data.progress === 'number' ? { progress: data.progress } : {}),
-    output: object(data.output),
-    result: object(data.result),
-    ...(typeof data.error_code === 'number' ? { errorCode: data.error_code } : {}),
-    ...(typeof data.error_msg === 'string' && data.error_msg ? { errorMsg: data.error_msg } : {}),
+    ...(data.progress != null ? { progress: data.progress } : {}),
+    output: data.output ?? {},
+    result: data.result ?? {},
+    ...(data.error_code != null ? { errorCode: data.error_code } : {}),
+    ...(data.error_msg ? { errorMsg: data.error_msg } : {}),
   };
+}
+
+/** The temporary S3 credentials of an upload token reply. */
+export function stsToken(reply: unknown): StsToken {
+  return readReply(TripoStsToken, reply, 'Tripo').data;
 }
 
 const ONGOING = new Set(['queued', 'running', 'unknown']);
@@ -262,9 +264,7 @@ export interface ResultLink {
 /** The files of a finished task: `output` URLs, else the `result` objects. */
 export function resultLinks(task: TripoTask): ResultLink[] {
   return RESULT_ROLES.flatMap(({ key, role, type }) => {
-    const direct = task.output[key];
-    const nested = (task.result[key] as { url?: unknown } | undefined)?.url;
-    const url = typeof direct === 'string' && direct ? direct : typeof nested === 'string' && nested ? nested : undefined;
+    const url = task.output[key] || task.result[key]?.url;
     return url ? [{ role, type, url }] : [];
   });
 }
@@ -318,10 +318,10 @@ export async function taskOutput(job: GenerationJob, task: TripoTask, files: Gen
     if (parts?.length) extra.parts = parts;
   }
   if (job.endpoint === 'mesh3d.edit.check_riggable') {
-    if (typeof task.output.riggable !== 'boolean') throw new TaskFailedError('Tripo answered the riggability check without `riggable`', JSON.stringify(task.output).slice(0, 2000));
+    if (task.output.riggable == null) throw new TaskFailedError('Tripo answered the riggability check without `riggable`', JSON.stringify(task.output).slice(0, 2000));
     extra.riggable = task.output.riggable;
     const rigType = task.output.rig_type ?? task.output.topology;
-    if (typeof rigType === 'string') extra.rig_type = rigType;
+    if (rigType != null) extra.rig_type = rigType;
   }
   if (job.endpoint === 'mesh3d.edit.rig') extra.rig = { rig_type: job.input.rig_type ?? 'biped', spec: job.input.spec ?? 'spec_a' };
   if (files.length === 0 && job.endpoint !== 'mesh3d.edit.check_riggable') throw new TaskFailedError('Tripo reported success without a result file', JSON.stringify(task.output).slice(0, 2000));

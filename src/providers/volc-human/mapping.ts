@@ -4,6 +4,8 @@ import { digitalHumanModeOf, type DigitalHumanMode } from '../../endpoints/digit
 import type { VideoInput } from '../local/video/media-input.ts';
 import { fieldsSet, mapFields, type FieldRule } from '../field-mapping.ts';
 import { TaskFailedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { VisualEnvelope, VisualRespData, VisualResult, VisualSubmitted, type RespData, type ResultData } from './reply-schemas.ts';
 
 /** A digital-human.generations request as its service stored it, with the resource the gateway adds. */
 type GenerationInput = TaskInputs['digital-human.generations'];
@@ -93,60 +95,52 @@ const OK = 10_000;
 /** Codes that mean "busy, ask again": QPS, concurrency, internal errors. */
 const BUSY = new Set([50_429, 50_430, 50_500, 50_501]);
 
-interface Envelope {
-  code?: unknown;
-  message?: unknown;
-  data?: Record<string, unknown> | null;
-}
-
-function envelope(reply: unknown, call: string): Envelope & { data: Record<string, unknown> } {
-  const body = reply as Envelope | null;
-  if (body?.code !== OK) {
-    throw new TaskFailedError(`volcengine refused ${call} (code ${String(body?.code)})`, typeof body?.message === 'string' ? body.message : JSON.stringify(reply).slice(0, 2000));
-  }
-  if (!body.data || typeof body.data !== 'object') throw new TaskFailedError(`volcengine answered ${call} without data`, JSON.stringify(reply).slice(0, 2000));
-  return body as Envelope & { data: Record<string, unknown> };
+/** Checks the envelope of a reply: a code other than OK fails the task with the upstream's message. */
+function checkEnvelope(reply: unknown, call: string): void {
+  const { code, message } = readReply(VisualEnvelope, reply, 'volcengine');
+  if (code !== OK) throw new TaskFailedError(`volcengine refused ${call} (code ${code})`, message ?? JSON.stringify(reply).slice(0, 2000));
 }
 
 /** The task id of a CVSubmitTask reply. */
 export function submittedTaskId(reply: unknown): string {
-  const id = envelope(reply, 'the task submission').data.task_id;
-  if (typeof id !== 'string' || id === '') throw new TaskFailedError('volcengine answered the task submission without task_id', JSON.stringify(reply).slice(0, 2000));
-  return id;
+  checkEnvelope(reply, 'the task submission');
+  return readReply(VisualSubmitted, reply, 'volcengine').data.task_id;
 }
 
 export type VisualTaskState =
   | { state: 'running'; progress: number; message: string }
   | { state: 'failed'; message: string; original: string }
-  | { state: 'succeeded'; data: Record<string, unknown>; respData: Record<string, unknown> };
+  | { state: 'succeeded'; data: ResultData; respData: RespData };
 
-/** resp_data comes as a JSON string (sometimes as an object). */
-function parseRespData(raw: unknown): Record<string, unknown> {
-  if (raw && typeof raw === 'object') return raw as Record<string, unknown>;
-  if (typeof raw !== 'string' || raw === '') return {};
-  try {
-    const parsed: unknown = JSON.parse(raw);
-    return parsed && typeof parsed === 'object' ? (parsed as Record<string, unknown>) : {};
-  } catch {
-    throw new TaskFailedError('volcengine answered resp_data that is not JSON', raw.slice(0, 2000));
+/** resp_data, which comes as a JSON string (sometimes as an object). */
+function respDataOf(raw: unknown): RespData {
+  if (raw == null || raw === '') return {};
+  let parsed = raw;
+  if (typeof raw === 'string') {
+    try {
+      parsed = JSON.parse(raw);
+    } catch {
+      throw new TaskFailedError('volcengine answered resp_data that is not JSON', raw.slice(0, 2000));
+    }
   }
+  return readReply(VisualRespData, parsed, 'volcengine', '/data/resp_data');
 }
 
 /** A CVGetResult reply: in_queue, generating, done (which may still be a failure), not_found, expired. */
 export function resultState(reply: unknown): VisualTaskState {
-  const code = (reply as Envelope | null)?.code;
-  if (typeof code === 'number' && BUSY.has(code)) return { state: 'running', progress: 0, message: 'upstream busy' };
-  const { data } = envelope(reply, 'the task query');
-  const respData = parseRespData(data.resp_data);
+  if (BUSY.has(readReply(VisualEnvelope, reply, 'volcengine').code)) return { state: 'running', progress: 0, message: 'upstream busy' };
+  checkEnvelope(reply, 'the task query');
+  const { data } = readReply(VisualResult, reply, 'volcengine');
+  const respData = respDataOf(data.resp_data);
   switch (data.status) {
     case 'in_queue':
       return { state: 'running', progress: 10, message: 'queued upstream' };
     case 'generating':
-      return { state: 'running', progress: typeof respData.progress === 'number' ? Math.max(10, respData.progress) : 50, message: 'generating' };
+      return { state: 'running', progress: respData.progress != null ? Math.max(10, respData.progress) : 50, message: 'generating' };
     case 'done': {
       const resultCode = respData.code;
       if (resultCode !== undefined && resultCode !== 0 && resultCode !== OK) {
-        return { state: 'failed', message: `the volcengine task failed (code ${String(resultCode)})`, original: typeof respData.msg === 'string' ? respData.msg : JSON.stringify(respData).slice(0, 2000) };
+        return { state: 'failed', message: `the volcengine task failed (code ${resultCode})`, original: respData.msg ?? JSON.stringify(respData).slice(0, 2000) };
       }
       return { state: 'succeeded', data, respData };
     }
@@ -159,17 +153,16 @@ export function resultState(reply: unknown): VisualTaskState {
 }
 
 /** The trained avatar's id in a finished training task. */
-export function trainedResourceId(respData: Record<string, unknown>): string {
+export function trainedResourceId(respData: RespData): string {
   const id = respData.resource_id;
-  if (typeof id !== 'string' || id === '') throw new TaskFailedError('volcengine finished the avatar training without a resource_id', JSON.stringify(respData).slice(0, 2000));
+  if (!id) throw new TaskFailedError('volcengine finished the avatar training without a resource_id', JSON.stringify(respData).slice(0, 2000));
   return id;
 }
 
 /** The video URL of a finished video task: the docs disagree on where it sits, so every known place is read. */
-export function resultVideoUrl(done: { data: Record<string, unknown>; respData: Record<string, unknown> }): string {
-  const vid = done.respData.vid as { url?: unknown } | undefined;
-  const url = [done.data.url, vid?.url, done.data.video_url].find((u) => typeof u === 'string' && u !== '');
-  if (typeof url !== 'string') throw new TaskFailedError('volcengine finished the video task without a video URL', JSON.stringify(done.data).slice(0, 2000));
+export function resultVideoUrl(done: { data: ResultData; respData: RespData }): string {
+  const url = done.data.url || done.respData.vid?.url || done.data.video_url;
+  if (!url) throw new TaskFailedError('volcengine finished the video task without a video URL', JSON.stringify(done.data).slice(0, 2000));
   return url;
 }
 

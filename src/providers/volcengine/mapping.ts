@@ -3,6 +3,8 @@ import type { ImageCapabilityFields } from '../../catalog/schema.ts';
 import { fieldsSet, mapFields } from '../field-mapping.ts';
 import { TaskFailedError, TaskRejectedError, type GenerationOutput, type TaskInputs } from '../spec.ts';
 import type { MediaSize, Usage } from '../spec.ts';
+import { readReply } from '../upstream-reply.ts';
+import { ArkCreated, ArkError, ArkTask, SeedreamImages } from './reply-schemas.ts';
 
 /** A video.generations request as its service stored it, and one of its content items. */
 type VideoInput = TaskInputs['video.generations'];
@@ -136,9 +138,7 @@ export function createTaskBody(
 
 /** The task id of a create reply `{id}`. */
 export function createdTaskId(reply: unknown): string {
-  const id = (reply as { id?: unknown } | null)?.id;
-  if (typeof id !== 'string' || id === '') throw new TaskFailedError('ark answered the video request without a task id', JSON.stringify(reply).slice(0, 2000));
-  return id;
+  return readReply(ArkCreated, reply, 'ark').id;
 }
 
 export type ArkTaskState =
@@ -148,31 +148,21 @@ export type ArkTaskState =
 
 /** A GET /contents/generations/tasks/{id} reply. */
 export function taskState(reply: unknown): ArkTaskState {
-  const task = reply as {
-    status?: unknown;
-    error?: { code?: unknown; message?: unknown } | null;
-    content?: { video_url?: unknown } | null;
-    usage?: { completion_tokens?: unknown; total_tokens?: unknown } | null;
-    seed?: unknown;
-  } | null;
-  switch (task?.status) {
+  const task = readReply(ArkTask, reply, 'ark');
+  switch (task.status) {
     case 'queued':
       return { state: 'running', progress: 10, message: 'queued upstream' };
     case 'running':
       return { state: 'running', progress: 50, message: 'generating' };
     case 'succeeded': {
       const videoUrl = task.content?.video_url;
-      if (typeof videoUrl !== 'string' || videoUrl === '') throw new TaskFailedError('ark reported success without content.video_url', JSON.stringify(reply).slice(0, 2000));
-      const completion = task.usage?.completion_tokens;
-      const total = task.usage?.total_tokens;
-      const usage = typeof completion === 'number' && typeof total === 'number'
-        ? { input_tokens: Math.max(0, total - completion), output_tokens: completion, total_tokens: total }
-        : undefined;
-      return { state: 'succeeded', videoUrl, ...(usage ? { usage } : {}), ...(typeof task.seed === 'number' ? { seed: task.seed } : {}) };
+      if (!videoUrl) throw new TaskFailedError('ark reported success without content.video_url', JSON.stringify(reply).slice(0, 2000));
+      const usage = usageOf(task.usage?.completion_tokens, task.usage?.total_tokens);
+      return { state: 'succeeded', videoUrl, ...(usage ? { usage } : {}), ...(task.seed != null ? { seed: task.seed } : {}) };
     }
     case 'failed': {
-      const code = typeof task.error?.code === 'string' ? task.error.code : 'unknown';
-      const message = typeof task.error?.message === 'string' ? task.error.message : 'no message';
+      const code = task.error?.code ?? 'unknown';
+      const message = task.error?.message ?? 'no message';
       return { state: 'failed', message: `seedance video task failed (${code})`, original: message };
     }
     case 'cancelled':
@@ -266,29 +256,31 @@ export interface SeedreamReply {
 
 /** An images reply: its images and the group's failed items; a reply with an error and no image fails the task. */
 export function seedreamReply(reply: unknown): SeedreamReply {
-  const r = (reply ?? {}) as { data?: unknown; error?: { code?: unknown; message?: unknown }; usage?: { output_tokens?: unknown; total_tokens?: unknown } };
-  const items = Array.isArray(r.data) ? (r.data as { url?: unknown; error?: { code?: unknown; message?: unknown } }[]) : [];
+  const r = readReply(SeedreamImages, reply, 'seedream');
   const urls: string[] = [];
   const failed: SeedreamReply['failed'] = [];
-  items.forEach((item, index) => {
-    if (typeof item.url === 'string' && item.url !== '') urls.push(item.url);
+  (r.data ?? []).forEach((item, index) => {
+    if (item.url) urls.push(item.url);
     else failed.push({ index, code: String(item.error?.code ?? 'unknown'), message: String(item.error?.message ?? 'no image and no error') });
   });
   if (urls.length === 0) {
     const error = r.error ?? (failed[0] ? { code: failed[0].code, message: failed[0].message } : undefined);
     throw new TaskFailedError(`seedream made no image (${String(error?.code ?? 'no data')})`, error ? String(error.message) : JSON.stringify(reply).slice(0, 2000));
   }
-  const output = r.usage?.output_tokens;
-  const total = r.usage?.total_tokens;
-  const usage = typeof output === 'number' && typeof total === 'number' ? { input_tokens: Math.max(0, total - output), output_tokens: output, total_tokens: total } : undefined;
+  const usage = usageOf(r.usage?.output_tokens, r.usage?.total_tokens);
   return { urls, failed, ...(usage ? { usage } : {}) };
+}
+
+/** Ark's usage when it reports both counts: the input is what the total has beyond the output. */
+function usageOf(output: number | null | undefined, total: number | null | undefined): Usage | undefined {
+  return output != null && total != null ? { input_tokens: Math.max(0, total - output), output_tokens: output, total_tokens: total } : undefined;
 }
 
 /** Ark's own words in an error reply (`{error: {code, message}}`): `code: message`, else the text. */
 export function arkErrorText(text: string): string {
   try {
-    const error = (JSON.parse(text) as { error?: { code?: unknown; message?: unknown } }).error;
-    if (error && typeof error.message === 'string') return `${String(error.code)}: ${error.message}`;
+    const body: unknown = JSON.parse(text);
+    if (ArkError.Check(body)) return `${String(body.error.code)}: ${body.error.message}`;
   } catch {
     // Not Ark's error shape: the text as it came.
   }
