@@ -9,6 +9,7 @@ import addFormatsModule from 'ajv-formats';
 import { ApiError } from '../core/errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { registerAuth } from './plugins/auth.ts';
+import { registerRequestContext } from './request-context.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerTracing } from './plugins/tracing.ts';
 import { tracingEnabled } from '../telemetry/tracing.ts';
@@ -98,6 +99,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       else done(err, value);
     });
   });
+  // First of all hooks: every later hook, even of a request refused at once, reads its context.
+  registerRequestContext(app);
   // Callback-style hooks on every request: no promise per hook on the hot path.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);

@@ -1,28 +1,14 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
-import type { Admission, LimitsService } from '../../limits/limits-service.ts';
+import type { LimitsService } from '../../limits/limits-service.ts';
 import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
-
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The call's admission under limits, on every /v1 and /openai/v1 route; null elsewhere. */
-    admission: Admission | null;
-    /** The idempotency key this call holds as the first under it. */
-    idempotent: Extract<IdempotentStart, { kind: 'first' }> | null;
-  }
-}
 
 /** The API surfaces admission covers; a route registered under one of them is admitted with no more work. */
 const ADMITTED_PREFIXES = ['/v1/', '/openai/v1/'];
 /** Chat and agent calls: they count tokens. */
 const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
-
-function headerText(reply: FastifyReply, name: string): string | undefined {
-  const value = reply.raw.getHeader(name);
-  return typeof value === 'string' ? value : undefined;
-}
 
 /** Sends the kept answer of the first call under a key. */
 export function sendReplay(reply: FastifyReply, answer: IdempotentReplay['answer']): FastifyReply {
@@ -64,13 +50,10 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> | undefine
  * to fingerprint them); a replay found then is raised as IdempotentReplay and sent by the error handler.
  */
 export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
-  app.decorateRequest('admission', null);
-  app.decorateRequest('idempotent', null);
-
   // Before validation: an invalid call counts against the request rate too, and the body is hashed as sent.
   app.addHook('preValidation', async (request, reply) => {
     const url = request.routeOptions.url;
-    const principal = request.principal;
+    const principal = request.ctx.caller;
     if (url === undefined || !principal || !ADMITTED_PREFIXES.some((p) => url.startsWith(p))) return;
     const endpoint = `${request.method} ${url}`;
     if (request.method === 'POST') {
@@ -78,7 +61,7 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
       if (key !== undefined) {
         const claim = async (hash: string): Promise<IdempotentStart> => {
           const start = await deps.idempotency.start(principal.userId, endpoint, key, hash);
-          if (start.kind === 'first') request.idempotent = start;
+          if (start.kind === 'first') request.ctx.idempotencyHold = start;
           return start;
         };
         if (request.isMultipart()) {
@@ -96,21 +79,21 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
     const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
       deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(url) }),
     );
-    request.admission = admission;
+    request.ctx.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));
     reply.raw.once('close', () => {
-      void admission.end(reply.raw.statusCode, headerText(reply, 'x-gengate-provider'), headerText(reply, 'x-gengate-channel'));
+      void admission.end(reply.raw.statusCode, request.ctx.served);
       // A streamed answer is not kept: its key is freed for another try.
-      const held = request.idempotent;
+      const held = request.ctx.idempotencyHold;
       if (held) {
-        request.idempotent = null;
+        request.ctx.idempotencyHold = undefined;
         void deps.idempotency.finish(held.at, held.createdAt, reply.raw.statusCode, null, undefined).catch((err: unknown) => request.log.warn({ err }, 'freeing an idempotency key failed'));
       }
     });
   });
 
   app.addHook('onError', (request, _reply, error, done) => {
-    request.admission?.failedWith(error);
+    request.ctx.admission?.failedWith(error);
     done();
   });
 
@@ -118,17 +101,17 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
   // key) has a ledger row all the same.
   app.addHook('onResponse', (request, reply, done) => {
     const url = request.routeOptions.url;
-    if (!request.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
-      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.principal, body: bodyObject(request), httpStatus: reply.statusCode });
+    if (!request.ctx.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
+      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
     }
     done();
   });
 
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.
   app.addHook('onSend', async (request, reply, payload) => {
-    const held = request.idempotent;
+    const held = request.ctx.idempotencyHold;
     if (!held) return payload;
-    request.idempotent = null;
+    request.ctx.idempotencyHold = undefined;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
     const contentType = reply.getHeader('content-type');
     await deps.idempotency.finish(held.at, held.createdAt, reply.statusCode, typeof contentType === 'string' ? contentType : null, body).catch((err: unknown) => request.log.warn({ err }, 'keeping an idempotent answer failed'));

@@ -2,13 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.ts';
 import type { Principal, TokenService } from '../../auth/tokens.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set on every authenticated route; routes there can rely on it. */
-    principal: Principal;
-  }
-}
-
 const PROTECTED_PREFIXES = ['/v1/', '/openai/v1/', '/api/', '/upload/'];
 
 function bearerOf(request: FastifyRequest): string | undefined {
@@ -20,7 +13,6 @@ function bearerOf(request: FastifyRequest): string | undefined {
 
 /** Bearer auth on /v1, /openai/v1, /api, /upload (API tokens) and /admin (the admin token only). */
 export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
-  app.decorateRequest('principal', null as unknown as Principal);
   app.addHook('onRequest', (request, _reply, done) => {
     let settled: Promise<void> | undefined;
     try {
@@ -36,7 +28,7 @@ export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
 }
 
 /**
- * Sets the request's principal, or throws the contract's 401/403. Answers a promise only when
+ * Sets the request's caller, or throws the contract's 401/403. Answers a promise only when
  * the token has to be looked up in the store.
  */
 function authorize(request: FastifyRequest, tokens: TokenService): Promise<void> | undefined {
@@ -50,7 +42,7 @@ function authorize(request: FastifyRequest, tokens: TokenService): Promise<void>
   if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
   if (isAdminRoute) {
     if (tokens.isAdminToken(token)) {
-      request.principal = { userId: 'admin', tokenId: 'admin', isAdmin: true };
+      request.ctx.caller = { userId: 'admin', tokenId: 'admin', isAdmin: true };
       return undefined;
     }
     return tokens.authenticate(token).then((principal) => {
@@ -59,7 +51,7 @@ function authorize(request: FastifyRequest, tokens: TokenService): Promise<void>
   }
   const accept = (principal: Principal | undefined): void => {
     if (!principal) throw new ApiError('invalid_api_key', 'unknown or revoked token');
-    request.principal = principal;
+    request.ctx.caller = principal;
   };
   const cached = tokens.cachedPrincipal(token);
   if (cached === 'miss') return tokens.authenticate(token).then(accept);

@@ -95,7 +95,7 @@ export const agentRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
 
   for (const prefix of ['/v1/agents', '/admin/agents']) {
     const tags = [prefix.startsWith('/admin') ? 'admin' : 'agent'];
-    const scopeOf = (request: FastifyRequest): AgentScope => (prefix.startsWith('/admin') ? { deployment: true } : { ownerId: request.principal.userId });
+    const scopeOf = (request: FastifyRequest): AgentScope => (prefix.startsWith('/admin') ? { deployment: true } : { ownerId: request.ctx.principal.userId });
 
     app.post(prefix, {
       schema: { tags, summary: 'Create a knowledge-base agent', security, body: CreateAgentBody, response: { 201: Agent } },

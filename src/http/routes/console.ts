@@ -77,7 +77,7 @@ export const consoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox 
 
   app.get('/v1/overview', {
     schema: { tags: ['usage'], summary: 'Your calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
-  }, async (request) => overview.overview(request.principal.userId));
+  }, async (request) => overview.overview(request.ctx.principal.userId));
 
   app.get('/admin/tasks/:taskId', {
     schema: { tags: ['admin'], summary: "Any user's task status record; 404 task_not_found", security, params: Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) }) },

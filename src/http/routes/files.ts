@@ -95,7 +95,7 @@ export const fileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
       if (written.size === 0) throw new ApiError('invalid_parameter', 'file is empty', 'file');
       const name = fileName ?? partName;
       const mimeType = decoded?.mimeType ?? partMime ?? guessMimeType(name, await files.head(written));
-      const saved = await files.register(request.principal.userId, written, name ?? defaultName(`upload-${written.id.slice(0, 8)}`, mimeType), mimeType);
+      const saved = await files.register(request.ctx.principal.userId, written, name ?? defaultName(`upload-${written.id.slice(0, 8)}`, mimeType), mimeType);
       return { code: 0, message: 'success', data: { success: true, url: saved.url } };
     } catch (err) {
       if (written) await files.discard(written);

@@ -77,7 +77,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     },
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
-    const outcome = await services.openaiResponses.create(request.body, request.principal.userId, signal);
+    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal);
     if (outcome.kind === 'response') return outcome.response;
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
@@ -97,5 +97,5 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
 
   app.get('/responses/:id', {
     schema: { tags: ['openai'], summary: 'A stored response of the caller', security, params: Type.Object({ id: Type.String() }) },
-  }, async (request) => services.openaiResponses.find(request.principal.userId, request.params.id));
+  }, async (request) => services.openaiResponses.find(request.ctx.principal.userId, request.params.id));
 };
