@@ -5,8 +5,6 @@ import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
-/** The API surfaces admission covers; a route registered under one of them is admitted with no more work. */
-const ADMITTED_PREFIXES = ['/v1/', '/openai/v1/'];
 /** Chat and agent calls: they count tokens. */
 const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
 
@@ -36,6 +34,11 @@ async function* fingerprinted(parts: AsyncIterableIterator<Multipart>, claim: (h
   await claim(await fingerprint.digest());
 }
 
+/** The call's endpoint for limits and the ledger: its method and matched route. */
+function endpointOf(request: FastifyRequest): string {
+  return `${request.method} ${request.routeOptions.url ?? ''}`;
+}
+
 function bodyObject(request: FastifyRequest): Record<string, unknown> | undefined {
   const body = request.body;
   return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -48,14 +51,13 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> | undefine
  * unless it created a task, which settles at its own end. A multipart body is streamed by its
  * route, so its key is claimed when the route has read the last part (request.parts() is wrapped
  * to fingerprint them); a replay found then is raised as IdempotentReplay and sent by the error handler.
+ * Registered on the group of admitted routes (/v1, /openai/v1), after its auth.
  */
-export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
+export function registerAdmission(group: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
   // Before validation: an invalid call counts against the request rate too, and the body is hashed as sent.
-  app.addHook('preValidation', async (request, reply) => {
-    const url = request.routeOptions.url;
-    const principal = request.ctx.caller;
-    if (url === undefined || !principal || !ADMITTED_PREFIXES.some((p) => url.startsWith(p))) return;
-    const endpoint = `${request.method} ${url}`;
+  group.addHook('preValidation', async (request, reply) => {
+    const principal = request.ctx.principal;
+    const endpoint = endpointOf(request);
     if (request.method === 'POST') {
       const key = idempotencyKeyOf(request.headers['idempotency-key']);
       if (key !== undefined) {
@@ -77,7 +79,7 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
       }
     }
     const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
-      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(url) }),
+      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(endpoint) }),
     );
     request.ctx.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));
@@ -92,23 +94,22 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
     });
   });
 
-  app.addHook('onError', (request, _reply, error, done) => {
+  group.addHook('onError', (request, _reply, error, done) => {
     request.ctx.admission?.failedWith(error);
     done();
   });
 
   // A call turned away before admission (a refused token, a body that is not JSON, a malformed
   // key) has a ledger row all the same.
-  app.addHook('onResponse', (request, reply, done) => {
-    const url = request.routeOptions.url;
-    if (!request.ctx.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
-      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
+  group.addHook('onResponse', (request, reply, done) => {
+    if (!request.ctx.admission) {
+      void deps.limits.recordRefusal({ id: request.id, endpoint: endpointOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
     }
     done();
   });
 
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.
-  app.addHook('onSend', async (request, reply, payload) => {
+  group.addHook('onSend', async (request, reply, payload) => {
     const held = request.ctx.idempotencyHold;
     if (!held) return payload;
     request.ctx.idempotencyHold = undefined;

@@ -1,6 +1,6 @@
 /**
  * /openai/v1: OpenAI's API as OpenAI's SDKs expect it, over the same services as /v1. One plugin,
- * registered with the prefix, so the admission hooks that wrap /v1 can wrap it the same way.
+ * registered with the prefix in the admitted group, so it passes the same auth and admission as /v1.
  */
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
