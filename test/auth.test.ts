@@ -68,6 +68,33 @@ describe('users, tokens and admin', () => {
     assert.equal((await fetch(srv.url + '/%61dmin/tokens', { headers: { authorization: `Bearer ${api}` } })).status, 403);
   });
 
+  it('puts every route in the group of its prefix: API routes need a token, /admin routes the admin token', async () => {
+    // Every route of the running app: the OpenAPI document's, and the hidden ones, all public.
+    const doc = (await (await srv.fetch('/openapi.json')).json()) as { paths: Record<string, Record<string, unknown>> };
+    const hidden = [['GET', '/openapi.json'], ['GET', '/metrics'], ['GET', '/console'], ['GET', '/console/*'], ['GET', '/docs']];
+    for (const [method, url] of hidden) assert.ok(srv.server.app.hasRoute({ method: method as 'GET', url }), `${method} ${url} exists`);
+    const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x') })));
+    assert.ok(routes.length > 50, `the document lists the routes (${routes.length})`);
+    const api = await srv.tokenFor('mallory');
+    const publicPaths = ['/healthz', '/files/x/x'];
+    let admin = 0;
+    let protectedByToken = 0;
+    for (const { method, path } of routes) {
+      const call = (token?: string) => srv.fetch(path, { method, ...(token ? { token } : {}) });
+      if (path.startsWith('/admin/')) {
+        admin++;
+        assert.equal((await call()).status, 401, `${method} ${path} without a token`);
+        assert.equal((await call(api)).status, 403, `${method} ${path} with an API token`);
+      } else if (['/v1/', '/openai/v1/', '/api/', '/upload/'].some((p) => path.startsWith(p))) {
+        protectedByToken++;
+        assert.equal((await call()).status, 401, `${method} ${path} without a token`);
+      } else {
+        assert.ok(publicPaths.includes(path), `${method} ${path} is public: add it to the public routes or register it in a group`);
+      }
+    }
+    assert.ok(admin > 10 && protectedByToken > 40, `${admin} admin routes, ${protectedByToken} API routes`);
+  });
+
   it('refuses API tokens on /admin with 403 permission_error', async () => {
     const token = await srv.tokenFor('carol');
     const res = await srv.fetch('/admin/tokens', { token });

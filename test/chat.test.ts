@@ -4,6 +4,7 @@ import net from 'node:net';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { sseData } from './support/sse.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -128,6 +129,23 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     assert.deepEqual(last.choices, []);
     assert.deepEqual(last.usage, { prompt_tokens: 5, completion_tokens: 4, total_tokens: 9 });
     assert.equal(chunks[chunks.length - 2].choices[0].finish_reason, 'stop');
+  });
+
+  it('names who served a call in its headers and its ledger row alike, streamed or not', async () => {
+    for (const streamed of [true, false]) {
+      const res = await chat({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'who serves this?' }], stream: streamed });
+      assert.equal(res.status, 200);
+      await res.arrayBuffer();
+      const served = ['x-gengate-model', 'x-gengate-provider', 'x-gengate-channel'].map((h) => res.headers.get(h));
+      assert.equal(served[0], 'gpt-4.1');
+      assert.equal(served[1], 'openai');
+      assert.equal(typeof served[2], 'string');
+      const row = await eventually('the call\'s ledger row', async () => {
+        const ledger: Json = await (await srv.fetch('/admin/requests?user_id=alice&limit=200', { token: srv.adminToken })).json();
+        return ledger.data.find((r: Json) => r.request_id === res.headers.get('x-request-id'));
+      });
+      assert.deepEqual([row.model, row.provider, row.channel], served, streamed ? 'streamed' : 'not streamed');
+    }
   });
 
   it('answers a chat.completion with usage when stream is false, without stream options upstream', async () => {

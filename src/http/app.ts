@@ -8,7 +8,8 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ApiError } from '../core/errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
-import { registerAuth } from './plugins/auth.ts';
+import { requireAdminToken, requireApiToken } from './plugins/auth.ts';
+import { registerRequestContext } from './request-context.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerTracing } from './plugins/tracing.ts';
 import { tracingEnabled } from '../telemetry/tracing.ts';
@@ -18,10 +19,10 @@ import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminChannelRoutes } from './routes/admin-channels.ts';
 import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
-import { consoleRoutes } from './routes/console.ts';
+import { adminConsoleRoutes, consolePageRoutes, overviewRoutes } from './routes/console.ts';
 import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
-import { fileRoutes } from './routes/files.ts';
+import { fileUploadRoutes, servedFileRoutes } from './routes/files.ts';
 import { assetRoutes } from './routes/assets.ts';
 import { realtimeRoutes } from './routes/realtime.ts';
 import { taskRoutes } from './routes/tasks.ts';
@@ -98,6 +99,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       else done(err, value);
     });
   });
+  // First of all hooks: every later hook, even of a request refused at once, reads its context.
+  registerRequestContext(app);
   // Callback-style hooks on every request: no promise per hook on the hot path.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -117,11 +120,6 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     await app.register(healthRoutes(services));
     return app;
   }
-  registerAuth(app, services.tokens);
-  // After admission: a refused body still counts against the caller's rate, and is in the ledger.
-  registerAdmission(app, services);
-  registerBodyChecks(app);
-
   await app.register(multipart, {
     limits: {
       fileSize: services.settings.maxFileBytes,
@@ -143,31 +141,56 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(swaggerUi, { routePrefix: '/docs', staticCSP: true });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 
+  // Each route is registered in the group whose hooks it needs; the group decides, never the URL.
+  // Public: health, the console's pages, served files, the docs and the OpenAPI document.
   await app.register(healthRoutes(services));
-  await app.register(adminRoutes(services));
-  await app.register(adminCallbackRoutes(services));
-  await app.register(consoleRoutes(services));
-  await app.register(adminChannelRoutes(services));
-  await app.register(modelRoutes(services));
-  await app.register(fileRoutes(services));
-  await app.register(assetRoutes(services));
-  await app.register(realtimeRoutes(services));
-  await app.register(generationRoutes(services));
-  await app.register(videoRoutes(services));
-  await app.register(digitalHumanRoutes(services));
-  await app.register(mesh3dRoutes(services));
-  await app.register(audioRoutes(services));
-  await app.register(imageEditRoutes(services));
-  await app.register(taskRoutes(services));
-  await app.register(chatRoutes(services));
-  await app.register(responseRoutes(services));
-  await app.register(skillRoutes(services));
-  await app.register(agentRoutes(services));
-  await app.register(usageRoutes(services));
-  await app.register(adminUsageRoutes(services));
-  await app.register(embeddingRoutes(services), { prefix: '/v1' });
-  await app.register(openAiAudioRoutes(services), { prefix: '/v1' });
-  await app.register(rerankRoutes(services));
-  await app.register(openAiRoutes(services), { prefix: OPENAI_PREFIX });
+  await app.register(consolePageRoutes);
+  await app.register(servedFileRoutes(services));
+
+  // API tokens on /v1, /openai/v1, /api and /upload; admission on /v1 and /openai/v1.
+  await app.register(async (api) => {
+    requireApiToken(api, services.tokens);
+    await api.register(async (admitted) => {
+      registerAdmission(admitted, services);
+      // After admission: a refused body still counts against the caller's rate, and is in the ledger.
+      registerBodyChecks(admitted, { bareWritesTakeObjects: false });
+      await admitted.register(overviewRoutes(services));
+      await admitted.register(modelRoutes(services));
+      await admitted.register(fileUploadRoutes(services));
+      await admitted.register(realtimeRoutes(services));
+      await admitted.register(generationRoutes(services));
+      await admitted.register(videoRoutes(services));
+      await admitted.register(digitalHumanRoutes(services));
+      await admitted.register(mesh3dRoutes(services));
+      await admitted.register(audioRoutes(services));
+      await admitted.register(imageEditRoutes(services));
+      await admitted.register(taskRoutes(services));
+      await admitted.register(chatRoutes(services));
+      await admitted.register(responseRoutes(services));
+      await admitted.register(skillRoutes(services));
+      await admitted.register(agentRoutes(services, '/v1/agents'));
+      await admitted.register(usageRoutes(services));
+      await admitted.register(embeddingRoutes(services), { prefix: '/v1' });
+      await admitted.register(openAiAudioRoutes(services), { prefix: '/v1' });
+      await admitted.register(rerankRoutes(services));
+      await admitted.register(openAiRoutes(services), { prefix: OPENAI_PREFIX });
+    });
+    await api.register(async (assets) => {
+      registerBodyChecks(assets, { bareWritesTakeObjects: false });
+      await assets.register(assetRoutes(services));
+    });
+  });
+
+  // The admin token only, on /admin.
+  await app.register(async (admin) => {
+    requireAdminToken(admin, services.tokens);
+    registerBodyChecks(admin, { bareWritesTakeObjects: true });
+    await admin.register(adminRoutes(services));
+    await admin.register(adminCallbackRoutes(services));
+    await admin.register(adminConsoleRoutes(services));
+    await admin.register(adminChannelRoutes(services));
+    await admin.register(agentRoutes(services, '/admin/agents'));
+    await admin.register(adminUsageRoutes(services));
+  });
   return app;
 }

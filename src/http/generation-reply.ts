@@ -32,7 +32,7 @@ function clientIdOf(request: FastifyRequest): string | null {
 
 /** The caller of a generation request: its token's user, X-Client-Id and request id. */
 export function callerOf(request: FastifyRequest): GenerationCaller {
-  return { ownerId: request.principal.userId, clientId: clientIdOf(request), requestId: request.id, ...(request.admission ? { admission: request.admission } : {}) };
+  return { ownerId: request.ctx.principal.userId, clientId: clientIdOf(request), requestId: request.id, ...(request.ctx.admission ? { admission: request.ctx.admission } : {}) };
 }
 
 /** The async submit body. */

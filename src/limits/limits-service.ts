@@ -188,11 +188,11 @@ export class Admission implements TaskAdmission {
   }
 
   /** The call ended (answered, failed or cut off): settles it unless its task will. */
-  async end(httpStatus: number, provider: string | undefined, channel: string | undefined): Promise<void> {
+  async end(httpStatus: number, served: { provider: string; channel: string } | undefined): Promise<void> {
     if (this.settled || this.handedTo !== undefined) return;
     this.settled = true;
     const tokensDelta = this.usageReported ? this.inputTokens + this.outputTokens - this.tokensEstimated : 0;
-    await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, provider, channel, tokensDelta, this.taskSlot);
+    await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, served?.provider, served?.channel, tokensDelta, this.taskSlot);
   }
 }
 

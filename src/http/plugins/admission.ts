@@ -1,28 +1,12 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Multipart, MultipartFile } from '@fastify/multipart';
-import type { Admission, LimitsService } from '../../limits/limits-service.ts';
+import type { LimitsService } from '../../limits/limits-service.ts';
 import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** The call's admission under limits, on every /v1 and /openai/v1 route; null elsewhere. */
-    admission: Admission | null;
-    /** The idempotency key this call holds as the first under it. */
-    idempotent: Extract<IdempotentStart, { kind: 'first' }> | null;
-  }
-}
-
-/** The API surfaces admission covers; a route registered under one of them is admitted with no more work. */
-const ADMITTED_PREFIXES = ['/v1/', '/openai/v1/'];
 /** Chat and agent calls: they count tokens. */
 const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
-
-function headerText(reply: FastifyReply, name: string): string | undefined {
-  const value = reply.raw.getHeader(name);
-  return typeof value === 'string' ? value : undefined;
-}
 
 /** Sends the kept answer of the first call under a key. */
 export function sendReplay(reply: FastifyReply, answer: IdempotentReplay['answer']): FastifyReply {
@@ -50,6 +34,11 @@ async function* fingerprinted(parts: AsyncIterableIterator<Multipart>, claim: (h
   await claim(await fingerprint.digest());
 }
 
+/** The call's endpoint for limits and the ledger: its method and matched route. */
+function endpointOf(request: FastifyRequest): string {
+  return `${request.method} ${request.routeOptions.url ?? ''}`;
+}
+
 function bodyObject(request: FastifyRequest): Record<string, unknown> | undefined {
   const body = request.body;
   return body !== null && typeof body === 'object' && !Array.isArray(body) ? (body as Record<string, unknown>) : undefined;
@@ -62,23 +51,19 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> | undefine
  * unless it created a task, which settles at its own end. A multipart body is streamed by its
  * route, so its key is claimed when the route has read the last part (request.parts() is wrapped
  * to fingerprint them); a replay found then is raised as IdempotentReplay and sent by the error handler.
+ * Registered on the group of admitted routes (/v1, /openai/v1), after its auth.
  */
-export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
-  app.decorateRequest('admission', null);
-  app.decorateRequest('idempotent', null);
-
+export function registerAdmission(group: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
   // Before validation: an invalid call counts against the request rate too, and the body is hashed as sent.
-  app.addHook('preValidation', async (request, reply) => {
-    const url = request.routeOptions.url;
-    const principal = request.principal;
-    if (url === undefined || !principal || !ADMITTED_PREFIXES.some((p) => url.startsWith(p))) return;
-    const endpoint = `${request.method} ${url}`;
+  group.addHook('preValidation', async (request, reply) => {
+    const principal = request.ctx.principal;
+    const endpoint = endpointOf(request);
     if (request.method === 'POST') {
       const key = idempotencyKeyOf(request.headers['idempotency-key']);
       if (key !== undefined) {
         const claim = async (hash: string): Promise<IdempotentStart> => {
           const start = await deps.idempotency.start(principal.userId, endpoint, key, hash);
-          if (start.kind === 'first') request.idempotent = start;
+          if (start.kind === 'first') request.ctx.idempotencyHold = start;
           return start;
         };
         if (request.isMultipart()) {
@@ -94,41 +79,40 @@ export function registerAdmission(app: FastifyInstance, deps: { limits: LimitsSe
       }
     }
     const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
-      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(url) }),
+      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(endpoint) }),
     );
-    request.admission = admission;
+    request.ctx.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));
     reply.raw.once('close', () => {
-      void admission.end(reply.raw.statusCode, headerText(reply, 'x-gengate-provider'), headerText(reply, 'x-gengate-channel'));
+      void admission.end(reply.raw.statusCode, request.ctx.served);
       // A streamed answer is not kept: its key is freed for another try.
-      const held = request.idempotent;
+      const held = request.ctx.idempotencyHold;
       if (held) {
-        request.idempotent = null;
+        request.ctx.idempotencyHold = undefined;
         void deps.idempotency.finish(held.at, held.createdAt, reply.raw.statusCode, null, undefined).catch((err: unknown) => request.log.warn({ err }, 'freeing an idempotency key failed'));
       }
     });
   });
 
-  app.addHook('onError', (request, _reply, error, done) => {
-    request.admission?.failedWith(error);
+  group.addHook('onError', (request, _reply, error, done) => {
+    request.ctx.admission?.failedWith(error);
     done();
   });
 
   // A call turned away before admission (a refused token, a body that is not JSON, a malformed
   // key) has a ledger row all the same.
-  app.addHook('onResponse', (request, reply, done) => {
-    const url = request.routeOptions.url;
-    if (!request.admission && url !== undefined && ADMITTED_PREFIXES.some((p) => url.startsWith(p))) {
-      void deps.limits.recordRefusal({ id: request.id, endpoint: `${request.method} ${url}`, latencyMs: reply.elapsedTime, principal: request.principal, body: bodyObject(request), httpStatus: reply.statusCode });
+  group.addHook('onResponse', (request, reply, done) => {
+    if (!request.ctx.admission) {
+      void deps.limits.recordRefusal({ id: request.id, endpoint: endpointOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
     }
     done();
   });
 
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.
-  app.addHook('onSend', async (request, reply, payload) => {
-    const held = request.idempotent;
+  group.addHook('onSend', async (request, reply, payload) => {
+    const held = request.ctx.idempotencyHold;
     if (!held) return payload;
-    request.idempotent = null;
+    request.ctx.idempotencyHold = undefined;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
     const contentType = reply.getHeader('content-type');
     await deps.idempotency.finish(held.at, held.createdAt, reply.statusCode, typeof contentType === 'string' ? contentType : null, body).catch((err: unknown) => request.log.warn({ err }, 'keeping an idempotent answer failed'));

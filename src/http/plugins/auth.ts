@@ -2,15 +2,6 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.ts';
 import type { Principal, TokenService } from '../../auth/tokens.ts';
 
-declare module 'fastify' {
-  interface FastifyRequest {
-    /** Set on every authenticated route; routes there can rely on it. */
-    principal: Principal;
-  }
-}
-
-const PROTECTED_PREFIXES = ['/v1/', '/openai/v1/', '/api/', '/upload/'];
-
 function bearerOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (!header) return undefined;
@@ -18,13 +9,24 @@ function bearerOf(request: FastifyRequest): string | undefined {
   return match ? match[1] : undefined;
 }
 
-/** Bearer auth on /v1, /openai/v1, /api, /upload (API tokens) and /admin (the admin token only). */
-export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
-  app.decorateRequest('principal', null as unknown as Principal);
-  app.addHook('onRequest', (request, _reply, done) => {
+/**
+ * A group's check of a bearer token: sets the request's caller, or throws the contract's 401/403.
+ * Answers a promise only when the token has to be looked up in the store.
+ */
+type Authorize = (request: FastifyRequest, token: string) => Promise<void> | undefined;
+
+/**
+ * Bearer auth on every route of `group`, and only there: the group a route is registered in
+ * decides, never the URL (the router decodes the path, so `/%61dmin/…` reaches /admin/…, and a
+ * check of the raw URL could be walked around).
+ */
+function requireBearer(group: FastifyInstance, authorize: Authorize): void {
+  group.addHook('onRequest', (request, _reply, done) => {
     let settled: Promise<void> | undefined;
     try {
-      settled = authorize(request, tokens);
+      const token = bearerOf(request);
+      if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
+      settled = authorize(request, token);
     } catch (err) {
       done(err as Error);
       return;
@@ -35,34 +37,29 @@ export function registerAuth(app: FastifyInstance, tokens: TokenService): void {
   });
 }
 
-/**
- * Sets the request's principal, or throws the contract's 401/403. Answers a promise only when
- * the token has to be looked up in the store.
- */
-function authorize(request: FastifyRequest, tokens: TokenService): Promise<void> | undefined {
-  // Decide on the matched route pattern, never the raw URL: the router decodes the path
-  // (`/%61dmin/…` reaches /admin/…), so a raw-URL check could be walked around.
-  const url = request.routeOptions.url;
-  if (url === undefined) return undefined; // no route: the not-found handler answers
-  const isAdminRoute = url.startsWith('/admin/') || url === '/admin';
-  if (!isAdminRoute && !PROTECTED_PREFIXES.some((p) => url.startsWith(p))) return undefined;
-  const token = bearerOf(request);
-  if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
-  if (isAdminRoute) {
+/** The routes of `group` take API tokens (/v1, /openai/v1, /api, /upload). */
+export function requireApiToken(group: FastifyInstance, tokens: TokenService): void {
+  requireBearer(group, (request, token) => {
+    const accept = (principal: Principal | undefined): void => {
+      if (!principal) throw new ApiError('invalid_api_key', 'unknown or revoked token');
+      request.ctx.caller = principal;
+    };
+    const cached = tokens.cachedPrincipal(token);
+    if (cached === 'miss') return tokens.authenticate(token).then(accept);
+    accept(cached);
+    return undefined;
+  });
+}
+
+/** The routes of `group` take the admin token only (/admin); an API token there is a 403. */
+export function requireAdminToken(group: FastifyInstance, tokens: TokenService): void {
+  requireBearer(group, (request, token) => {
     if (tokens.isAdminToken(token)) {
-      request.principal = { userId: 'admin', tokenId: 'admin', isAdmin: true };
+      request.ctx.caller = { userId: 'admin', tokenId: 'admin', isAdmin: true };
       return undefined;
     }
     return tokens.authenticate(token).then((principal) => {
       throw principal ? new ApiError('admin_required', 'this route needs the admin token') : new ApiError('invalid_api_key', 'unknown or revoked token');
     });
-  }
-  const accept = (principal: Principal | undefined): void => {
-    if (!principal) throw new ApiError('invalid_api_key', 'unknown or revoked token');
-    request.principal = principal;
-  };
-  const cached = tokens.cachedPrincipal(token);
-  if (cached === 'miss') return tokens.authenticate(token).then(accept);
-  accept(cached);
-  return undefined;
+  });
 }

@@ -17,15 +17,15 @@ function notAnObject(): Error {
 /**
  * What route schemas cannot say of bodies. Fastify does not validate a missing body when a schema
  * is given per content type, so a route with a body schema that got none (nor a multipart form,
- * which its route reads) is refused here. An admin write with no body schema takes no body or a
- * JSON object (the console sends `{}`), nothing else.
+ * which its route reads) is refused here. With `bareWritesTakeObjects` (the admin group), a write
+ * with no body schema takes no body or a JSON object (the console sends `{}`), nothing else.
+ * Registered on each group after its auth and admission: a refused body still went through them.
  */
-export function registerBodyChecks(app: FastifyInstance): void {
-  app.addHook('preValidation', (request, _reply, done) => {
+export function registerBodyChecks(group: FastifyInstance, options: { bareWritesTakeObjects: boolean }): void {
+  group.addHook('preValidation', (request, _reply, done) => {
     if (!WRITES.has(request.method) || request.isMultipart()) return done();
     const hasSchema = request.routeOptions.schema?.body !== undefined;
     if (request.body === undefined) return done(hasSchema ? notAnObject() : undefined);
-    const adminWrite = request.routeOptions.url?.startsWith('/admin/') === true;
-    done(adminWrite && !hasSchema && !isJsonObject(request.body) ? notAnObject() : undefined);
+    done(options.bareWritesTakeObjects && !hasSchema && !isJsonObject(request.body) ? notAnObject() : undefined);
   });
 }

@@ -87,59 +87,57 @@ async function documentFromForm(request: FastifyRequest, maxBytes: number): Prom
 
 /**
  * Knowledge-base agents and their documents: `/v1/agents` for the caller's own agents, and
- * `/admin/agents` (admin token) for the deployment's agents, which every user may name as
- * agentId and of which one may be the main agent.
+ * `/admin/agents` (registered in the admin group) for the deployment's agents, which every user
+ * may name as agentId and of which one may be the main agent.
  */
-export const agentRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+export const agentRoutes = (services: AppServices, prefix: '/v1/agents' | '/admin/agents'): FastifyPluginAsyncTypebox => async (app) => {
   const { knowledge } = services.agents;
+  const deployment = prefix === '/admin/agents';
+  const tags = [deployment ? 'admin' : 'agent'];
+  const scopeOf = (request: FastifyRequest): AgentScope => (deployment ? { deployment: true } : { ownerId: request.ctx.principal.userId });
 
-  for (const prefix of ['/v1/agents', '/admin/agents']) {
-    const tags = [prefix.startsWith('/admin') ? 'admin' : 'agent'];
-    const scopeOf = (request: FastifyRequest): AgentScope => (prefix.startsWith('/admin') ? { deployment: true } : { ownerId: request.principal.userId });
+  app.post(prefix, {
+    schema: { tags, summary: 'Create a knowledge-base agent', security, body: CreateAgentBody, response: { 201: Agent } },
+  }, async (request, reply) => reply.code(201).send(await knowledge.createAgent(scopeOf(request), request.body)));
 
-    app.post(prefix, {
-      schema: { tags, summary: 'Create a knowledge-base agent', security, body: CreateAgentBody, response: { 201: Agent } },
-    }, async (request, reply) => reply.code(201).send(await knowledge.createAgent(scopeOf(request), request.body)));
+  app.get(prefix, {
+    schema: { tags, summary: 'List agents, newest first', security, response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Agent) }) } },
+  }, async (request) => ({ object: 'list' as const, data: await knowledge.listAgents(scopeOf(request)) }));
 
-    app.get(prefix, {
-      schema: { tags, summary: 'List agents, newest first', security, response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Agent) }) } },
-    }, async (request) => ({ object: 'list' as const, data: await knowledge.listAgents(scopeOf(request)) }));
+  app.get(`${prefix}/:id`, {
+    schema: { tags, summary: 'One agent', security, params: AgentParams, response: { 200: Agent } },
+  }, async (request) => knowledge.getAgent(scopeOf(request), request.params.id));
 
-    app.get(`${prefix}/:id`, {
-      schema: { tags, summary: 'One agent', security, params: AgentParams, response: { 200: Agent } },
-    }, async (request) => knowledge.getAgent(scopeOf(request), request.params.id));
+  app.delete(`${prefix}/:id`, {
+    schema: { tags, summary: 'Delete an agent and its documents', security, params: AgentParams },
+  }, async (request, reply) => {
+    await knowledge.deleteAgent(scopeOf(request), request.params.id);
+    return reply.code(204).send();
+  });
 
-    app.delete(`${prefix}/:id`, {
-      schema: { tags, summary: 'Delete an agent and its documents', security, params: AgentParams },
-    }, async (request, reply) => {
-      await knowledge.deleteAgent(scopeOf(request), request.params.id);
-      return reply.code(204).send();
-    });
+  app.post(`${prefix}/:id/documents`, {
+    schema: {
+      tags,
+      summary: 'Add a document to the agent\'s knowledge base',
+      description: 'JSON `{title, content}`, or multipart/form-data with a UTF-8 text `file` part and an optional `title` (default: the file name). The text is split into passages and indexed for full-text search at once.',
+      security,
+      params: AgentParams,
+      body: { content: { 'application/json': { schema: DocumentBody } } },
+      response: { 201: AgentDocument },
+    },
+  }, async (request, reply) => {
+    const input = request.isMultipart() ? await documentFromForm(request, services.settings.maxFileBytes) : (request.body as { title: string; content: string });
+    return reply.code(201).send(await knowledge.addDocument(scopeOf(request), request.params.id, input));
+  });
 
-    app.post(`${prefix}/:id/documents`, {
-      schema: {
-        tags,
-        summary: 'Add a document to the agent\'s knowledge base',
-        description: 'JSON `{title, content}`, or multipart/form-data with a UTF-8 text `file` part and an optional `title` (default: the file name). The text is split into passages and indexed for full-text search at once.',
-        security,
-        params: AgentParams,
-        body: { content: { 'application/json': { schema: DocumentBody } } },
-        response: { 201: AgentDocument },
-      },
-    }, async (request, reply) => {
-      const input = request.isMultipart() ? await documentFromForm(request, services.settings.maxFileBytes) : (request.body as { title: string; content: string });
-      return reply.code(201).send(await knowledge.addDocument(scopeOf(request), request.params.id, input));
-    });
+  app.get(`${prefix}/:id/documents`, {
+    schema: { tags, summary: 'The agent\'s documents (without their text)', security, params: AgentParams, response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(AgentDocument) }) } },
+  }, async (request) => ({ object: 'list' as const, data: await knowledge.listDocuments(scopeOf(request), request.params.id) }));
 
-    app.get(`${prefix}/:id/documents`, {
-      schema: { tags, summary: 'The agent\'s documents (without their text)', security, params: AgentParams, response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(AgentDocument) }) } },
-    }, async (request) => ({ object: 'list' as const, data: await knowledge.listDocuments(scopeOf(request), request.params.id) }));
-
-    app.delete(`${prefix}/:id/documents/:docId`, {
-      schema: { tags, summary: 'Remove a document from the knowledge base', security, params: DocumentParams },
-    }, async (request, reply) => {
-      await knowledge.deleteDocument(scopeOf(request), request.params.id, request.params.docId);
-      return reply.code(204).send();
-    });
-  }
+  app.delete(`${prefix}/:id/documents/:docId`, {
+    schema: { tags, summary: 'Remove a document from the knowledge base', security, params: DocumentParams },
+  }, async (request, reply) => {
+    await knowledge.deleteDocument(scopeOf(request), request.params.id, request.params.docId);
+    return reply.code(204).send();
+  });
 };

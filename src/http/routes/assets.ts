@@ -196,7 +196,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: { tags, security, summary: 'Whether content with this hash exists among your assets (200 / 404)', params: Type.Object({ hash: Type.String() }) },
   }, async (request, reply) => {
     const hash = parseAssetHash(request.params.hash);
-    if (!(await assets.records.hashExists(request.principal.userId, hash))) throw new ApiError('ASSET_NOT_FOUND', `no content with hash ${hash}`, null, {}, {}, { hash });
+    if (!(await assets.records.hashExists(request.ctx.principal.userId, hash))) throw new ApiError('ASSET_NOT_FOUND', `no content with hash ${hash}`, null, {}, {}, { hash });
     return reply.code(200).send();
   });
 
@@ -204,7 +204,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     schema: { tags, security, summary: 'List your assets', querystring: ListQuery, response: { 200: Type.Object({ assets: Type.Array(Asset), total: Type.Integer(), has_more: Type.Boolean() }), 400: ErrorBody } },
   }, async (request) => {
     const q = request.query;
-    return assets.records.list(request.principal.userId, {
+    return assets.records.list(request.ctx.principal.userId, {
       ...filtersOf(q),
       limit: q.limit ?? 20,
       offset: q.offset ?? 0,
@@ -216,7 +216,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.get('/api/assets/tags/refine', {
     schema: { tags, security, summary: 'Tag histogram over the assets a listing with these filters returns', querystring: RefineQuery, response: { 200: Type.Object({ tag_counts: Type.Record(Type.String(), Type.Integer()) }) } },
   }, async (request) => ({
-    tag_counts: await assets.tags.refine(request.principal.userId, { ...filtersOf(request.query), limit: request.query.limit ?? 100 }),
+    tag_counts: await assets.tags.refine(request.ctx.principal.userId, { ...filtersOf(request.query), limit: request.query.limit ?? 100 }),
   }));
 
   app.post('/api/assets/from-hash', {
@@ -224,7 +224,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const body = request.body;
     const hash = parseAssetHash(requiredField(body.hash, 'hash'));
-    const created = await assets.uploads.createFromHash(request.principal.userId, hash, {
+    const created = await assets.uploads.createFromHash(request.ctx.principal.userId, hash, {
       name: body.name,
       tags: tagsOfBody(body.tags),
       userMetadata: (body.user_metadata ?? {}) as JsonObject,
@@ -243,7 +243,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       response: { 200: AssetCreated, 201: AssetCreated },
     },
   }, async (request, reply) => {
-    const userId = request.principal.userId;
+    const userId = request.ctx.principal.userId;
     const form = await readMultipart(request, assets, 'file', ['id']);
     const { fields, ingested } = form;
     try {
@@ -282,7 +282,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
 
   app.get('/api/assets/:id', {
     schema: { tags, security, summary: 'One of your assets', params: IdParams, response: { 200: Asset, 404: ErrorBody } },
-  }, async (request) => assets.records.get(request.principal.userId, request.params.id));
+  }, async (request) => assets.records.get(request.ctx.principal.userId, request.params.id));
 
   app.get('/api/assets/:id/content', {
     schema: {
@@ -293,7 +293,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       querystring: Type.Object({ disposition: Type.Optional(Type.Enum(['inline', 'attachment'], { default: 'attachment' })) }),
     },
   }, async (request, reply) => {
-    const opened = await assets.view.openContent(request.principal.userId, request.params.id);
+    const opened = await assets.view.openContent(request.ctx.principal.userId, request.params.id);
     return sendFile(reply, opened, request.query.disposition ?? 'attachment');
   });
 
@@ -304,7 +304,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     if (body.name === undefined && body.user_metadata === undefined && body.preview_id === undefined) {
       throw new ApiError('INVALID_BODY', 'give at least one of name, user_metadata, preview_id');
     }
-    return assets.records.update(request.principal.userId, request.params.id, {
+    return assets.records.update(request.ctx.principal.userId, request.params.id, {
       name: body.name,
       userMetadata: body.user_metadata as JsonObject | undefined,
       previewId: body.preview_id === '' ? null : body.preview_id,
@@ -314,7 +314,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.delete('/api/assets/:id', {
     schema: { tags, security, summary: 'Delete an asset (soft delete: the content is kept)', params: IdParams },
   }, async (request, reply) => {
-    await assets.records.delete(request.principal.userId, request.params.id);
+    await assets.records.delete(request.ctx.principal.userId, request.params.id);
     return reply.code(204).send();
   });
 
@@ -327,7 +327,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       body: TagsBody,
       response: { 200: Type.Object({ added: Type.Array(Type.String()), already_present: Type.Array(Type.String()), total_tags: Type.Array(Type.String()) }) },
     },
-  }, async (request) => assets.tags.add(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
+  }, async (request) => assets.tags.add(request.ctx.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
 
   app.delete('/api/assets/:id/tags', {
     schema: {
@@ -338,7 +338,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       body: TagsBody,
       response: { 200: Type.Object({ removed: Type.Array(Type.String()), not_present: Type.Array(Type.String()), total_tags: Type.Array(Type.String()) }) },
     },
-  }, async (request) => assets.tags.remove(request.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
+  }, async (request) => assets.tags.remove(request.ctx.principal.userId, request.params.id, tagsOfBody(request.body.tags)));
 
   app.get('/api/tags', {
     schema: {
@@ -350,7 +350,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     },
   }, async (request) => {
     const q = request.query;
-    return assets.tags.list(request.principal.userId, { prefix: q.prefix, limit: q.limit ?? 100, offset: q.offset ?? 0, order: q.order ?? 'count_desc' });
+    return assets.tags.list(request.ctx.principal.userId, { prefix: q.prefix, limit: q.limit ?? 100, offset: q.offset ?? 0, order: q.order ?? 'count_desc' });
   });
 
   app.get('/api/view', {
@@ -358,7 +358,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   }, async (request, reply) => {
     const q = request.query;
     const filename = requiredField(q.filename, 'filename', 'INVALID_QUERY');
-    const opened = await assets.view.openView(request.principal.userId, {
+    const opened = await assets.view.openView(request.ctx.principal.userId, {
       hash: looksLikeAssetHash(filename) ? parseAssetHash(filename, 'filename') : undefined,
       filename,
       subfolder: normalizeSubfolder(q.subfolder),
@@ -383,7 +383,7 @@ export const assetRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       const type = lastField(form.fields, 'type') ?? 'input';
       if (type !== 'input' && type !== 'output' && type !== 'temp') throw new ApiError('INVALID_BODY', 'type must be one of input, output, temp', 'type');
       const overwrite = lastField(fields, 'overwrite');
-      return await assets.uploads.uploadImage(request.principal.userId, ingested, {
+      return await assets.uploads.uploadImage(request.ctx.principal.userId, ingested, {
         fileName: safeFileName(form.fileName, 'image'),
         type,
         subfolder: normalizeSubfolder(lastField(fields, 'subfolder')),

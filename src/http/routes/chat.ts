@@ -3,7 +3,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../core/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
 import { jsonText } from '../../providers/kept-json.ts';
-import { routeHeaders } from '../route-headers.ts';
 import { toApiError } from '../plugins/errors.ts';
 import type { AppServices } from '../services.ts';
 
@@ -145,11 +144,11 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       if (!reply.raw.writableFinished) abort.abort();
     });
     const body = { ...request.body, stream: request.body.stream ?? route.streamByDefault };
-    const outcome = await services.chat.start(body, request.principal.userId, abort.signal);
-    if (outcome.route) reply.headers(routeHeaders(outcome.route));
+    const outcome = await services.chat.start(body, request.ctx.principal.userId, abort.signal);
+    if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
     if (outcome.kind === 'completion') {
       const usage = outcome.completion.usage;
-      if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+      if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
       // The upstream's answer as it came when only its model name changed.
       return reply.type('application/json; charset=utf-8').send(jsonText(outcome.completion));
     }
@@ -163,7 +162,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     try {
       for (; !next.done; next = await chunks.next()) {
         const usage = next.value.usage;
-        if (usage) request.admission?.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+        if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
         await sse.send(jsonText(next.value));
       }
       sse.end('[DONE]');

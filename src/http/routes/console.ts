@@ -48,10 +48,8 @@ function consoleFile(relative: string): string | undefined {
   }
 }
 
-/** The web console at /console, and the read APIs only its pages need. */
-export const consoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const overview = new OverviewService(new OverviewRepo(services.db));
-
+/** The web console's pages at /console (public: the pages ask for a token). */
+export const consolePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
   const serve = async (wanted: string, reply: FastifyReply) => {
     // Paths without an extension are the app's own pages: the app answers them.
     const file = consoleFile(wanted) ?? (path.extname(wanted) === '' ? consoleFile('') : undefined);
@@ -70,14 +68,15 @@ export const consoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox 
   // Assets are linked as /console/assets/…, so the page works at /console and /console/ alike.
   app.get('/console', { schema: { hide: true } }, async (_request, reply) => serve('', reply));
   app.get('/console/*', { schema: { hide: true } }, async (request, reply) => serve((request.params as { '*': string })['*'], reply));
+};
+
+/** The read APIs only the console's admin pages need (the admin group's). */
+export const adminConsoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  const overview = new OverviewService(new OverviewRepo(services.db));
 
   app.get('/admin/overview', {
     schema: { tags: ['admin'], summary: 'Calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
   }, async () => overview.overview(undefined));
-
-  app.get('/v1/overview', {
-    schema: { tags: ['usage'], summary: 'Your calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
-  }, async (request) => overview.overview(request.principal.userId));
 
   app.get('/admin/tasks/:taskId', {
     schema: { tags: ['admin'], summary: "Any user's task status record; 404 task_not_found", security, params: Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) }) },
@@ -86,4 +85,13 @@ export const consoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox 
     if (!row) throw new ApiError('task_not_found', `no task ${request.params.taskId}`, 'taskId');
     return services.tasks.record(row.owner_id, row.id);
   });
+};
+
+/** The caller's own overview, for the console's user pages. */
+export const overviewRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  const overview = new OverviewService(new OverviewRepo(services.db));
+
+  app.get('/v1/overview', {
+    schema: { tags: ['usage'], summary: 'Your calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
+  }, async (request) => overview.overview(request.ctx.principal.userId));
 };

@@ -48,8 +48,8 @@ function defaultName(id: string, mimeType: string): string {
   return ext && mimeType !== 'application/octet-stream' ? `${id}.${ext}` : id;
 }
 
-/** POST /v1/files/upload and the public /files/… URLs. */
-export const fileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+/** POST /v1/files/upload. */
+export const fileUploadRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { files, settings } = services;
 
   app.post('/v1/files/upload', {
@@ -95,13 +95,18 @@ export const fileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
       if (written.size === 0) throw new ApiError('invalid_parameter', 'file is empty', 'file');
       const name = fileName ?? partName;
       const mimeType = decoded?.mimeType ?? partMime ?? guessMimeType(name, await files.head(written));
-      const saved = await files.register(request.principal.userId, written, name ?? defaultName(`upload-${written.id.slice(0, 8)}`, mimeType), mimeType);
+      const saved = await files.register(request.ctx.principal.userId, written, name ?? defaultName(`upload-${written.id.slice(0, 8)}`, mimeType), mimeType);
       return { code: 0, message: 'success', data: { success: true, url: saved.url } };
     } catch (err) {
       if (written) await files.discard(written);
       throw (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? fileTooLarge(settings.maxFileBytes) : err;
     }
   });
+};
+
+/** The public /files/… URLs (no token: the URL is the secret). */
+export const servedFileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  const { files, settings } = services;
 
   app.get('/files/:id/:fileName', {
     schema: { tags: ['files'], summary: 'A temporary file (no token: the URL is the secret)', params: Type.Object({ id: Type.String(), fileName: Type.String() }) },

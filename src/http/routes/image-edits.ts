@@ -101,7 +101,7 @@ export function imageEditReader(app: FastifyInstance, services: AppServices): (r
     try {
       const form = await readEditForm(request, files, settings.maxFileBytes, written);
       const checked = images.checkEdit(formFields(form.fields), form.images.length);
-      const urlOf = async (image: FormImage): Promise<string> => ('url' in image ? image.url : (await files.register(request.principal.userId, image.pending, image.fileName, image.mimeType)).url);
+      const urlOf = async (image: FormImage): Promise<string> => ('url' in image ? image.url : (await files.register(request.ctx.principal.userId, image.pending, image.fileName, image.mimeType)).url);
       const image = [];
       for (const each of form.images) image.push(await urlOf(each));
       const mask = form.mask ? await urlOf(form.mask) : undefined;

@@ -1,6 +1,6 @@
 /**
  * /openai/v1: OpenAI's API as OpenAI's SDKs expect it, over the same services as /v1. One plugin,
- * registered with the prefix, so the admission hooks that wrap /v1 can wrap it the same way.
+ * registered with the prefix in the admitted group, so it passes the same auth and admission as /v1.
  */
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
@@ -77,7 +77,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     },
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
-    const outcome = await services.openaiResponses.create(request.body, request.principal.userId, signal);
+    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal);
     if (outcome.kind === 'response') return outcome.response;
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
@@ -97,5 +97,5 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
 
   app.get('/responses/:id', {
     schema: { tags: ['openai'], summary: 'A stored response of the caller', security, params: Type.Object({ id: Type.String() }) },
-  }, async (request) => services.openaiResponses.find(request.principal.userId, request.params.id));
+  }, async (request) => services.openaiResponses.find(request.ctx.principal.userId, request.params.id));
 };

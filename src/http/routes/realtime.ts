@@ -16,5 +16,5 @@ export const realtimeRoutes = (services: AppServices): FastifyPluginAsyncTypebox
         }),
       },
     },
-  }, async (request) => services.wsTickets.issue(request.principal.userId, request.principal.tokenId));
+  }, async (request) => services.wsTickets.issue(request.ctx.principal.userId, request.ctx.principal.tokenId));
 };

@@ -5,7 +5,6 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { INPUT_ROLES, parseJsonInput, type ResponsesInput } from '../../agent/agent-input.ts';
 import type { ChatInputPart } from '../../core/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
-import { routeHeaders } from '../route-headers.ts';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { FileService, PendingFile } from '../../files/file-service.ts';
@@ -163,7 +162,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
       if (written.length === 0) return body;
       const attachments: ChatInputPart[] = [];
       for (const each of written) {
-        const saved = await files.register(request.principal.userId, each.pending, each.fileName, each.mimeType);
+        const saved = await files.register(request.ctx.principal.userId, each.pending, each.fileName, each.mimeType);
         attachments.push(attachmentPart(saved.url, each.mimeType, each.fileName));
       }
       return { ...body, attachments };
@@ -188,14 +187,14 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
   }, async (request, reply) => {
     const body = request.isMultipart() ? await fromForm(request) : withParsedInput(request.body as Record<string, unknown>);
     const requestId = body.requestId ?? request.id;
-    const run = await responses.start(body, { ownerId: request.principal.userId, requestId });
+    const run = await responses.start(body, { ownerId: request.ctx.principal.userId, requestId });
     reply.header('x-request-id', requestId);
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) run.abort(new ApiError('request_cancelled', 'the client went away'));
     });
     if (body.stream === false) {
       const answer = await run.complete();
-      if (run.route) reply.headers(routeHeaders(run.route));
+      if (run.route) reply.headers(request.ctx.servedBy(run.route));
       return answer;
     }
 
@@ -204,7 +203,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
     const early = [];
     let next = await events.next();
     for (; !next.done && !run.route; next = await events.next()) early.push(next.value);
-    if (run.route) reply.headers(routeHeaders(run.route));
+    if (run.route) reply.headers(request.ctx.servedBy(run.route));
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
     for (const event of early) await sse.send(JSON.stringify(event));
@@ -222,7 +221,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
       response: { 200: Type.Object({ request_id: Type.String(), cancelled: Type.Literal(true) }) },
     },
   }, async (request) => {
-    await responses.cancel(request.principal.userId, request.params.requestId);
+    await responses.cancel(request.ctx.principal.userId, request.params.requestId);
     return { request_id: request.params.requestId, cancelled: true as const };
   });
 };

@@ -47,20 +47,20 @@ export const skillRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
 
   app.post('/v1/skills', {
     schema: { tags: ['agent'], summary: 'Store a personal skill', security, body: SkillFields, response: { 201: Skill } },
-  }, async (request, reply) => reply.code(201).send(await skills.create(request.principal.userId, request.body)));
+  }, async (request, reply) => reply.code(201).send(await skills.create(request.ctx.principal.userId, request.body)));
 
   app.get('/v1/skills', {
     schema: { tags: ['agent'], summary: 'The caller\'s skills, newest first', security, response: { 200: Type.Object({ object: Type.Literal('list'), data: Type.Array(Skill) }) } },
-  }, async (request) => ({ object: 'list' as const, data: await skills.list(request.principal.userId) }));
+  }, async (request) => ({ object: 'list' as const, data: await skills.list(request.ctx.principal.userId) }));
 
   app.get('/v1/skills/:id', {
     schema: { tags: ['agent'], summary: 'One of the caller\'s skills', security, params: IdParams, response: { 200: Skill } },
-  }, async (request) => skills.get(request.principal.userId, request.params.id));
+  }, async (request) => skills.get(request.ctx.principal.userId, request.params.id));
 
   app.delete('/v1/skills/:id', {
     schema: { tags: ['agent'], summary: 'Delete one of the caller\'s skills', security, params: IdParams },
   }, async (request, reply) => {
-    await skills.delete(request.principal.userId, request.params.id);
+    await skills.delete(request.ctx.principal.userId, request.params.id);
     return reply.code(204).send();
   });
 };

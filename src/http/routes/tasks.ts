@@ -9,7 +9,7 @@ const TaskParams = Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 
 export const taskRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   app.get('/v1/ai/result/:taskId', {
     schema: { tags: ['tasks'], summary: 'The task status record of one of your tasks', security, params: TaskParams },
-  }, async (request) => services.tasks.record(request.principal.userId, request.params.taskId));
+  }, async (request) => services.tasks.record(request.ctx.principal.userId, request.params.taskId));
 
   app.get('/v1/ai/cancel/:taskId', {
     schema: {
@@ -19,5 +19,5 @@ export const taskRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
       security,
       params: TaskParams,
     },
-  }, async (request) => services.tasks.cancel(request.principal.userId, request.params.taskId));
+  }, async (request) => services.tasks.cancel(request.ctx.principal.userId, request.params.taskId));
 };

@@ -38,11 +38,11 @@ export const usageRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       querystring: Type.Object({ from: time('default 30 days before to'), to: time('default now'), group_by: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('model')])) }),
       response: { 200: UsageAnswer },
     },
-  }, async (request) => services.usage.usage(request.query, request.principal.userId));
+  }, async (request) => services.usage.usage(request.query, request.ctx.principal.userId));
 
   app.get('/v1/tasks', {
     schema: { tags: ['tasks'], summary: 'Your tasks, newest first', security, querystring: Type.Object(TaskListQuery), response: { 200: TaskPage } },
-  }, async (request) => services.usage.tasks({ ...request.query, owner_id: request.principal.userId }));
+  }, async (request) => services.usage.tasks({ ...request.query, owner_id: request.ctx.principal.userId }));
 };
 
 const LedgerEntry = Type.Object({
