@@ -72,7 +72,7 @@ export async function startTestServer(env: Record<string, string> = {}, parts: S
  * used. With REQUIRE_SERVICES=1 (CI) an unreachable server is an error, never a skip.
  */
 export async function postgresEnv(): Promise<{ env: Record<string, string> } | { skip: string }> {
-  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
+  const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 10_000 });
   try {
     await client.connect();
     await client.query('select 1');
@@ -103,7 +103,7 @@ export async function dropSchema(schema: string): Promise<void> {
  * unreachable server is an error, never a skip.
  */
 export async function redisEnv(): Promise<{ env: Record<string, string>; cleanup(): Promise<void> } | { skip: string }> {
-  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null });
+  const client = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 10_000, maxRetriesPerRequest: 0, retryStrategy: () => null });
   // ioredis rejects with "Connection is closed"; the cause is in its last error event.
   let lastError: Error | undefined;
   client.on('error', (err: Error) => (lastError = err));
