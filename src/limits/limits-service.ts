@@ -34,8 +34,8 @@ export interface LimitsServiceOptions {
 
 /** A call being admitted: its route, the model it names and its body. */
 export interface CallInfo {
-  /** `POST /v1/chat/completions` (method and route pattern). */
-  endpoint: string;
+  /** `POST /v1/chat/completions`: the method and route pattern (the ledger's `endpoint` column keeps its path). */
+  route: string;
   body: Record<string, unknown> | undefined;
   /** Chat and agent calls count tokens. */
   countsTokens: boolean;
@@ -90,7 +90,7 @@ function callRow(call: {
   startedAt: number;
   finishedAt: number;
   principal: Principal | null;
-  endpoint: string;
+  route: string;
   model: string | undefined;
   provider: string | undefined;
   channel: string | undefined;
@@ -110,7 +110,7 @@ function callRow(call: {
     // '' when the caller is not known (a refused token).
     user_id: call.principal?.userId ?? '',
     token_id: call.principal && !call.principal.isAdmin ? call.principal.tokenId : null,
-    endpoint: call.endpoint.slice('POST '.length),
+    endpoint: call.route.slice('POST '.length),
     model: call.model ?? null,
     provider: call.provider ?? null,
     channel: call.channel ?? null,
@@ -146,7 +146,7 @@ export class Admission implements TaskAdmission {
     private readonly service: LimitsService,
     readonly id: string,
     readonly principal: Principal,
-    readonly endpoint: string,
+    readonly route: string,
     readonly model: string | undefined,
     readonly startedAt: number,
     readonly subjects: SubjectLimits[],
@@ -302,7 +302,7 @@ export class LimitsService {
         if (subjects.length === 0) return { ok: true, rate: undefined };
         throw err;
       });
-      if (outcome.ok) return new Admission(this, requestId, principal, call.endpoint, model, now, subjects, credits, tokens, outcome.rate);
+      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, outcome.rate);
       if (outcome.code === 'stale') {
         this.limitsChangedTo(outcome.generation);
         continue;
@@ -333,13 +333,13 @@ export class LimitsService {
       }
     }
     // Only POST calls are billable work; reads are counted by the request rate alone.
-    if (!admission.endpoint.startsWith('POST ')) return;
+    if (!admission.route.startsWith('POST ')) return;
     await this.writeCallRow(callRow({
       id: admission.id,
       startedAt: admission.startedAt,
       finishedAt: this.now(),
       principal: admission.principal,
-      endpoint: admission.endpoint,
+      route: admission.route,
       model: admission.model,
       provider: provider ?? info?.provider,
       channel,
@@ -358,12 +358,12 @@ export class LimitsService {
    * not JSON, a malformed Idempotency-Key), with the model its body names when that is one of
    * ours; any other answer given there (429, a replay) leaves no row.
    */
-  async recordRefusal(call: { id: string; endpoint: string; latencyMs: number; principal: Principal | null; body: Record<string, unknown> | undefined; httpStatus: number }): Promise<void> {
-    if (!call.endpoint.startsWith('POST ') || !REFUSALS.has(call.httpStatus)) return;
+  async recordRefusal(call: { id: string; route: string; latencyMs: number; principal: Principal | null; body: Record<string, unknown> | undefined; httpStatus: number }): Promise<void> {
+    if (!call.route.startsWith('POST ') || !REFUSALS.has(call.httpStatus)) return;
     const info = this.modelNamed(call.body);
     const finishedAt = this.now();
-    const { id, endpoint, principal, httpStatus } = call;
-    await this.writeCallRow(callRow({ id, endpoint, principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+    const { id, route, principal, httpStatus } = call;
+    await this.writeCallRow(callRow({ id, route, principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
   }
 
   private writeCallRow(row: UsageLedgerRow): Promise<void> {

@@ -34,8 +34,8 @@ async function* fingerprinted(parts: AsyncIterableIterator<Multipart>, claim: (h
   await claim(await fingerprint.digest());
 }
 
-/** The call's endpoint for limits and the ledger: its method and matched route. */
-function endpointOf(request: FastifyRequest): string {
+/** The call's route for limits and the ledger: its method and matched route pattern. */
+function routeOf(request: FastifyRequest): string {
   return `${request.method} ${request.routeOptions.url ?? ''}`;
 }
 
@@ -57,12 +57,12 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
   // Before validation: an invalid call counts against the request rate too, and the body is hashed as sent.
   group.addHook('preValidation', async (request, reply) => {
     const principal = request.ctx.principal;
-    const endpoint = endpointOf(request);
+    const route = routeOf(request);
     if (request.method === 'POST') {
       const key = idempotencyKeyOf(request.headers['idempotency-key']);
       if (key !== undefined) {
         const claim = async (hash: string): Promise<IdempotentStart> => {
-          const start = await deps.idempotency.start(principal.userId, endpoint, key, hash);
+          const start = await deps.idempotency.start(principal.userId, route, key, hash);
           if (start.kind === 'first') request.ctx.idempotencyHold = start;
           return start;
         };
@@ -78,8 +78,8 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
         }
       }
     }
-    const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': endpoint, 'enduser.id': principal.userId } }), () =>
-      deps.limits.admit(principal, request.id, { endpoint, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(endpoint) }),
+    const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': route, 'enduser.id': principal.userId } }), () =>
+      deps.limits.admit(principal, request.id, { route, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(route) }),
     );
     request.ctx.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));
@@ -103,7 +103,7 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
   // key) has a ledger row all the same.
   group.addHook('onResponse', (request, reply, done) => {
     if (!request.ctx.admission) {
-      void deps.limits.recordRefusal({ id: request.id, endpoint: endpointOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
+      void deps.limits.recordRefusal({ id: request.id, route: routeOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
     }
     done();
   });
