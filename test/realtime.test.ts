@@ -4,23 +4,13 @@ import net from 'node:net';
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { within } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 const IMAGE = { prompt: 'a lighthouse at dusk', model: 'seedream-4.0', size: '32x32' };
 const WAIT_MS = 10_000;
-
-/** Fails after `ms` unless `promise` settles first. */
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    promise.finally(() => clearTimeout(timer)),
-    new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-    }),
-  ]);
-}
 
 interface Closed {
   code: number;

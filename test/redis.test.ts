@@ -6,26 +6,12 @@ import sharp from 'sharp';
 import { RedisEventBus } from '../src/storage/redis-event-bus.ts';
 import type { BusTopics, TaskStatusEvent } from '../src/storage/event-bus.ts';
 import { dropSchema, postgresEnv, redisEnv, REDIS_URL, startTestServer, type TestServer } from './support/server.ts';
-import { eventually } from './support/wait.ts';
+import { eventually, within } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
 
 const IMAGE = { prompt: 'a lighthouse at dusk', model: 'seedream-4.0', size: '64x64' };
-
-
-/** `promise`, or a rejection naming `what` after `ms`. */
-async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
-  });
-  try {
-    return await Promise.race([promise, timeout]);
-  } finally {
-    clearTimeout(timer);
-  }
-}
 
 async function recordOf(srv: TestServer, token: string, taskId: string): Promise<Json> {
   const res = await srv.fetch(`/v1/ai/result/${taskId}`, { token });

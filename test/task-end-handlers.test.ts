@@ -11,6 +11,7 @@ import type { GenerationEngine, GenerationOutput, RunContext } from '../src/prov
 import { parseResult } from '../src/tasks/task-record.ts';
 import type { TaskEnding } from '../src/tasks/task-endings.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -193,8 +194,7 @@ describe('task end handlers', () => {
       const record = await waitForEnd(srv, taskId);
       assert.equal(record.queue_status.status, 'cancelled');
       // The success's own transition answers once its compare-and-set has lost.
-      const deadline = Date.now() + 5000;
-      while (abandoned === 0 && Date.now() < deadline) await delay(20);
+      await eventually('the success\'s transition to answer', () => abandoned > 0, 5000);
       assert.deepEqual(written, ['cancelled']);
       assert.equal(abandoned, 1);
       assert.deepEqual(await outputAssets(srv, token), []);

@@ -2,9 +2,9 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { setTimeout as delay } from 'node:timers/promises';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -61,16 +61,6 @@ async function startOtlpReceiver(): Promise<{ url: string; spans: ReceivedSpan[]
   return { url: `http://127.0.0.1:${port}`, spans, paths, close: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
-async function until<T>(what: string, find: () => T | undefined, timeoutMs = 10_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const found = find();
-    if (found !== undefined) return found;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await delay(25);
-  }
-}
-
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const CALLER_SPAN = '00f067aa0ba902b7';
 const API_KEY_ENV = 'TELEMETRY_TEST_OPENAI_KEY';
@@ -116,8 +106,8 @@ describe('OpenTelemetry traces', () => {
     const completion: Json = await res.json();
 
     const inTrace = () => receiver.spans.filter((s) => s.traceId === TRACE_ID);
-    const server = await until('the server span', () => inTrace().find((s) => s.kind === KIND.server));
-    const client = await until('the upstream call span', () => inTrace().find((s) => s.kind === KIND.client && s.attributes['http.request.method'] === 'POST'));
+    const server = await eventually('the server span', () => inTrace().find((s) => s.kind === KIND.server));
+    const client = await eventually('the upstream call span', () => inTrace().find((s) => s.kind === KIND.client && s.attributes['http.request.method'] === 'POST'));
     const spans = inTrace();
     assert.equal(server.name, 'POST /v1/chat/completions');
     assert.equal(server.parentSpanId, CALLER_SPAN, 'the server span continues the caller\'s trace');
@@ -159,7 +149,7 @@ describe('OpenTelemetry traces', () => {
     assert.equal(res.status, 200, await res.clone().text());
     const { task_id: taskId }: Json = await res.json();
 
-    const run = await until('the task run span', () => receiver.spans.find((s) => s.attributes['gengate.task.id'] === taskId));
+    const run = await eventually('the task run span', () => receiver.spans.find((s) => s.attributes['gengate.task.id'] === taskId));
     const submit = receiver.spans.find((s) => s.kind === KIND.server && s.traceId === run.traceId);
     assert.ok(submit, 'the submitting request\'s server span is in the same trace');
     assert.equal(submit.name, 'POST /v1/images/generations');
@@ -178,8 +168,8 @@ describe('OpenTelemetry traces', () => {
     fake.script({ kind: 'status', status: 400, message: 'bad request here' });
     const res = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'gpt-4.1', stream: false, messages: [{ role: 'user', content: 'fail please' }] } });
     assert.equal(res.status, 400);
-    const server = await until('the failed call\'s server span', () => receiver.spans.find((s) => s.name === 'POST /v1/chat/completions' && s.attributes['http.response.status_code'] === 400));
-    const chat = await until('its chat span', () => receiver.spans.find((s) => s.traceId === server.traceId && s.name === 'chat gpt-4.1'));
+    const server = await eventually('the failed call\'s server span', () => receiver.spans.find((s) => s.name === 'POST /v1/chat/completions' && s.attributes['http.response.status_code'] === 400));
+    const chat = await eventually('its chat span', () => receiver.spans.find((s) => s.traceId === server.traceId && s.name === 'chat gpt-4.1'));
     assert.equal(chat.status.code, 2);
     const client = receiver.spans.find((s) => s.traceId === server.traceId && s.kind === KIND.client && s.attributes['http.response.status_code'] === 400);
     assert.ok(client, 'the upstream call span carries the 400');

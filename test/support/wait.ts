@@ -14,3 +14,16 @@ export async function eventually<T>(what: string, probe: () => Promise<T | undef
     await delay(25);
   }
 }
+
+/** `promise`, or a rejection naming `what` after `ms`: for an awaited event that may never come. */
+export async function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
