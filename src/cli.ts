@@ -6,7 +6,6 @@ import { runCatalogValidate } from './catalog/validate-command.ts';
 import { openDb } from './storage/db.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
 import { TokenService, adminTokenFile, resolveAdminToken, rotateAdminToken } from './auth/tokens.ts';
-import { startServer } from './main.ts';
 import { applyPatch, CREDIT_PERIODS, type LimitsPatch } from './limits/limits.ts';
 
 const USAGE = `usage:
@@ -31,6 +30,8 @@ async function serve(args: string[]): Promise<void> {
   const { values } = parseArgs({ args, options: { role: { type: 'string' } } });
   const settings = loadSettings(values.role === undefined ? process.env : { ...process.env, ROLE: values.role });
   const logger = pino({ level: settings.logLevel });
+  // The server's modules load only for `serve`: the other commands start in a fraction of the time.
+  const { startServer } = await import('./main.ts');
   const server = await startServer(settings, logger);
   const providers = Object.keys(settings.config.providers ?? {});
   out(`Gengate listening on ${server.url}`);
