@@ -1,6 +1,7 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import { ApiError } from '../core/errors.ts';
+import { callbackEventsOf } from '../endpoints/submit-fields.ts';
 import type { TaskRow } from '../storage/schema.ts';
 import type { DrawResponse } from '../tasks/task-record.ts';
 import type { GenerationCaller, GenerationOutcome } from '../tasks/generation-service.ts';
@@ -30,9 +31,22 @@ function clientIdOf(request: FastifyRequest): string | null {
   return first?.trim() || null;
 }
 
-/** The caller of a generation request: its token's user, X-Client-Id and request id. */
-export function callerOf(request: FastifyRequest): GenerationCaller {
-  return { ownerId: request.principal.userId, clientId: clientIdOf(request), requestId: request.id, ...(request.admission ? { admission: request.admission } : {}) };
+/**
+ * The caller of a generation request: its token's user, X-Client-Id, request id and the submit
+ * fields of endpoints/submit-fields.ts, read from `fields` (the JSON body, or a multipart form's
+ * text fields) and taken out of it, since they are not the task's input.
+ */
+export function callerOf(request: FastifyRequest, fields: unknown = request.body): GenerationCaller {
+  const submit = (fields ?? {}) as { callback_events?: unknown };
+  const callbackEvents = callbackEventsOf(submit.callback_events);
+  delete submit.callback_events;
+  return {
+    ownerId: request.principal.userId,
+    clientId: clientIdOf(request),
+    requestId: request.id,
+    ...(request.admission ? { admission: request.admission } : {}),
+    ...(callbackEvents ? { callbackEvents } : {}),
+  };
 }
 
 /** The async submit body. */

@@ -1,6 +1,7 @@
 import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
+import type { TaskStatus } from '../core/task-state.ts';
 import { ENDPOINTS } from '../endpoints/endpoint-table.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
@@ -25,6 +26,8 @@ export interface GenerationCaller {
   requestId: string;
   /** The call's admission; none for tasks made inside the gateway (the agent's tools). */
   admission?: TaskAdmission;
+  /** The statuses the task's callback announces (the submit's callback_events); absent: every status. */
+  callbackEvents?: readonly TaskStatus[];
 }
 
 /** One generation call, as every modality's service hands it over: its model resolved, its input checked. */
@@ -112,6 +115,7 @@ export class GenerationService {
       warnings,
       tokenId: admitted?.tokenId ?? null,
       reservedCredits: admitted?.reservedCredits ?? 0,
+      ...(request.callbackEvents ? { callbackEvents: request.callbackEvents } : {}),
     });
     request.admission?.taskSubmitted(task.id);
     if (mode === 'async') return { kind: 'submitted', task };

@@ -30,6 +30,8 @@ export interface NewTask {
   tokenId?: string | null;
   /** Micro-credits its admission reserved against credit limits. */
   reservedCredits?: number;
+  /** The statuses its callback announces; absent: every status. */
+  callbackEvents?: readonly TaskStatus[];
 }
 
 /** What comes with a status change besides the change itself. */
@@ -121,6 +123,7 @@ export class TaskService {
       saved_state: null,
       trace_context: savedTraceContext(),
       callback_url: callback.callback_url ?? null,
+      callback_events: spec.callbackEvents ? JSON.stringify(spec.callbackEvents) : null,
       server: null,
       attempts: 0,
       lease_owner: null,
@@ -311,9 +314,13 @@ export class TaskService {
     }
   }
 
-  /** The outbox entry announcing this version of the task, when a callback address is set. */
+  /**
+   * The outbox entry announcing this version of the task, when a callback address is set and the
+   * submit's callback_events take its status: what the outbox lacks, the dispatcher never sends.
+   */
   private deliveryOf(row: TaskRow, record: TaskStatusRecord, now: number): CallbackDeliveryRow | undefined {
     if (!row.callback_url) return undefined;
+    if (row.callback_events !== null && !(JSON.parse(row.callback_events) as string[]).includes(row.status)) return undefined;
     return {
       id: newId('msg'),
       task_id: row.id,
