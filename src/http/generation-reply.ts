@@ -12,6 +12,7 @@ const ASYNC_HEADERS = ['x-async', 'async'] as const;
 export const asyncHeaders = Type.Object({
   'x-async': Type.Optional(Type.String({ description: '`true` or `1`: answer at once with the task id (also `async`)' })),
   'x-client-id': Type.Optional(Type.String({ description: 'realtime pushes of the task go only to sessions with this client_id' })),
+  'x-deadline': Type.Optional(Type.String({ description: 'an ISO-8601 time or a whole number of seconds from now: a task still waiting then fails (deadline exceeded)' })),
 });
 
 /** Async mode when `x-async` or `async` (any case) is `true` or `1`. */
@@ -46,7 +47,27 @@ export function callerOf(request: FastifyRequest, fields: unknown = request.body
     requestId: request.id,
     ...(request.admission ? { admission: request.admission } : {}),
     ...(callbackEvents ? { callbackEvents } : {}),
+    ...deadlineOf(request),
   };
+}
+
+/** An ISO-8601 time: a date, and a time of day with an offset or Z (what Date.parse reads alike everywhere). */
+const ISO_TIME = /^\d{4}-\d\d-\d\dT\d\d:\d\d(:\d\d(\.\d+)?)?(Z|[+-]\d\d:\d\d)$/;
+
+/**
+ * The submit's x-deadline as epoch ms: an ISO-8601 time or a whole number of seconds from now,
+ * in the future; anything else is 400 invalid_deadline.
+ */
+function deadlineOf(request: FastifyRequest): { deadlineAt?: number } {
+  const value = request.headers['x-deadline'];
+  const raw = (Array.isArray(value) ? value[0] : value)?.trim();
+  if (raw === undefined) return {};
+  const now = Date.now();
+  const at = /^\d+$/.test(raw) ? now + Number(raw) * 1000 : ISO_TIME.test(raw) ? Date.parse(raw) : Number.NaN;
+  if (!Number.isFinite(at) || at <= now) {
+    throw new ApiError('invalid_deadline', 'x-deadline must be a time in the future: an ISO-8601 time or a whole number of seconds from now', 'x-deadline');
+  }
+  return { deadlineAt: at };
 }
 
 /** The async submit body. */

@@ -28,6 +28,8 @@ export interface GenerationCaller {
   admission?: TaskAdmission;
   /** The statuses the task's callback announces (the submit's callback_events); absent: every status. */
   callbackEvents?: readonly TaskStatus[];
+  /** Epoch ms of the submit's x-deadline: still waiting then, the task fails. */
+  deadlineAt?: number;
 }
 
 /** One generation call, as every modality's service hands it over: its model resolved, its input checked. */
@@ -116,6 +118,7 @@ export class GenerationService {
       tokenId: admitted?.tokenId ?? null,
       reservedCredits: admitted?.reservedCredits ?? 0,
       ...(request.callbackEvents ? { callbackEvents: request.callbackEvents } : {}),
+      ...(request.deadlineAt !== undefined ? { deadlineAt: request.deadlineAt } : {}),
     });
     request.admission?.taskSubmitted(task.id);
     if (mode === 'async') return { kind: 'submitted', task };

@@ -93,6 +93,20 @@ export class TasksRepo {
     return Number(res.n);
   }
 
+  /** Up to `limit` tasks still waiting at `now` past their deadline, soonest first (the partial index of 0027-task-deadline.ts). */
+  async overdueWaiting(now: number, limit: number): Promise<string[]> {
+    const rows = await this.db.kysely
+      .selectFrom('tasks')
+      .select('id')
+      .where('status', '=', sql.lit('submitted'))
+      .where('deadline_at', 'is not', null)
+      .where('deadline_at', '<=', now)
+      .orderBy('deadline_at')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.id);
+  }
+
   /**
    * Claims up to `limit` submitted tasks nobody holds for `owner` until `leaseUntil`, oldest
    * first. The partial index of claimable tasks keeps this cheap however long the queue is.
