@@ -533,3 +533,33 @@ describe('x-deadline', () => {
     }
   });
 });
+
+describe('queue position', () => {
+  it('counts the earlier waiting tasks of the same model, and is gone once the task starts', async () => {
+    const engine = new ScriptedEngine(true);
+    const srv = await startTestServer({ WORKER_CONCURRENCY: '1' }, { engines: engines(engine) });
+    try {
+      const token = await srv.tokenFor('queued');
+      const submitAsync = async (body: Json): Promise<string> => ((await (await submit(srv, token, body, { 'x-async': '1' })).json()) as Json).task_id;
+      const busy = await submitAsync(IMAGE);
+      const run = await engine.running(busy);
+      const waiting: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        waiting.push(await submitAsync(IMAGE));
+        // A task of another model waits too, but not in this model's line.
+        await submitAsync({ ...IMAGE, model: 'gpt-image-1' });
+      }
+      const positions = [];
+      for (const taskId of waiting) positions.push((await waitForRecord(srv, token, taskId, () => true)).queue_status.queue_position);
+      assert.deepEqual(positions, [0, 1, 2]);
+      const running = await waitForRecord(srv, token, busy, () => true);
+      assert.equal('queue_position' in running.queue_status, false);
+      run.finish();
+      const started = await waitForRecord(srv, token, waiting[0]!, (r) => r.queue_status.status !== 'submitted');
+      assert.equal('queue_position' in started.queue_status, false, JSON.stringify(started.queue_status));
+    } finally {
+      for (const { finish } of engine.runs.values()) finish();
+      await srv.close();
+    }
+  });
+});
