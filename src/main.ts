@@ -66,6 +66,9 @@ import { RoutedChatModels } from './routing/routed-chat.ts';
 import { ChannelsRepo } from './storage/repos/channels-repo.ts';
 import { startTracing } from './telemetry/tracing.ts';
 
+/** How often waiting tasks are checked against their x-deadline. */
+const OVERDUE_SWEEP_MS = 250;
+
 export interface RunningServer {
   app: FastifyInstance;
   /** Where the server listens, e.g. http://127.0.0.1:8080. */
@@ -217,9 +220,13 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   sweepTimer.unref();
   void sweep();
   assets.sweeper.start();
+  // Fails waiting tasks past their x-deadline within a second, busy workers or not.
+  let overdueSweep: NodeJS.Timeout | undefined;
   if (runsTasks) {
     queue.start(runner.handle, settings.workerConcurrency);
     callbacks.start();
+    overdueSweep = setInterval(() => void tasks.failOverdue().catch((err: unknown) => logger.error({ err }, 'failing overdue tasks failed')), OVERDUE_SWEEP_MS);
+    overdueSweep.unref();
   }
 
   return {
@@ -229,6 +236,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     services,
     close: async () => {
       clearInterval(sweepTimer);
+      clearInterval(overdueSweep);
       await assets.sweeper.stop();
       // WebSocket connections first: the HTTP servers wait for every open connection.
       await realtime.close();

@@ -5,6 +5,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { dropSchema, postgresEnv, startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { CallbackReceiver, type ReceivedCallback } from './fakes/callback-receiver.ts';
+import sharp from 'sharp';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = Record<string, any>;
@@ -429,5 +430,90 @@ describe('task callback across a restart', () => {
       await receiver.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
     }
+  });
+});
+
+describe('callback filter (callback_events)', () => {
+  let server: TestServer;
+  let receiver: CallbackReceiver;
+  let token: string;
+
+  before(async () => {
+    server = await startTestServer({ LOCAL_ENGINE_MIN_DURATION_MS: '60' });
+    receiver = await CallbackReceiver.start();
+    token = await server.tokenFor('frank');
+    await configure(server, { callback_url: receiver.url });
+  });
+
+  after(async () => {
+    await server?.close();
+    await receiver?.close();
+  });
+
+  const generate = (body: Json, route = '/v1/images/generations') =>
+    server.fetch(route, { method: 'POST', token, headers: { 'x-async': 'true' }, json: { model: 'seedream-4.0', prompt: 'a harbour', size: '16x16', ...body } });
+
+  async function submitted(res: Response): Promise<string> {
+    const body = (await res.json()) as Json;
+    assert.equal(res.status, 200, JSON.stringify(body));
+    return body.task_id as string;
+  }
+
+  async function refused(res: Response): Promise<void> {
+    const body = (await res.json()) as Json;
+    assert.equal(res.status, 400, JSON.stringify(body));
+    assert.equal(body.error.type, 'invalid_request_error');
+    assert.equal(body.error.param, 'callback_events', JSON.stringify(body));
+  }
+
+  it('delivers only the statuses listed, and keeps the field out of the task input', async () => {
+    const taskId = await submitted(await generate({ callback_events: ['success'] }));
+    const updates = await deliveredUpdates(receiver, taskId);
+    // Deliveries go out in status order: any earlier status let through would have come before success.
+    assert.deepEqual(updates.map((u) => u.json.queue_status.status), ['success']);
+    assert.equal(updates[0]!.json.generate_info.input.callback_events, undefined);
+    assert.deepEqual((await settledHistory(server, taskId)).map((d) => d.task_status), ['success']);
+  });
+
+  it('delivers nothing for callback_events []', async () => {
+    const taskId = await submitted(await generate({ callback_events: [] }));
+    const ended = await server.server.services.tasks.waitForEnd(taskId, 10_000);
+    assert.equal(ended?.queue_status.status, 'success');
+    // Deliveries are written with the status changes they announce: none now means none ever.
+    assert.deepEqual(await history(server, taskId), []);
+    assert.equal(receiver.requests.filter((r) => taskOf(r) === taskId).length, 0);
+  });
+
+  it('is taken by submits whose body schema allows no other field (speech)', async () => {
+    const res = await server.fetch('/v1/speech/generations', {
+      method: 'POST', token, headers: { 'x-async': 'true' }, json: { model: 'minimax-speech-02-hd', text: 'hello', voice_id: 'English_Graceful_Lady', callback_events: ['started', 'success'] },
+    });
+    const taskId = await submitted(res);
+    const updates = await deliveredUpdates(receiver, taskId);
+    assert.deepEqual(updates.map((u) => u.json.queue_status.status), ['started', 'success']);
+  });
+
+  it('answers 400 naming callback_events for anything but a list of statuses (JSON)', async () => {
+    for (const bad of [['done'], 'success', [1], ['success', null], {}]) await refused(await generate({ callback_events: bad }));
+    await refused(await server.fetch('/openai/v1/images/generations', { method: 'POST', token, json: { model: 'seedream-4.0', prompt: 'a harbour', callback_events: ['finished'] } }));
+    await refused(await server.fetch('/v1/video/generations', { method: 'POST', token, json: { model: 'seedance-1.0-pro', content: [{ type: 'text', text: 'waves' }], callback_events: ['nope'] } }));
+    await refused(await server.fetch('/v1/mesh3d/generate/text', { method: 'POST', token, json: { model: 'tripo-v3.1', prompt: 'a chair', callback_events: 'all' } }));
+  });
+
+  it('takes a repeated multipart field, and answers 400 naming callback_events for a bad one', async () => {
+    const png = await sharp({ create: { width: 16, height: 16, channels: 3, background: '#336699' } }).png().toBuffer();
+    const form = (events: string[]) => {
+      const data = new FormData();
+      data.append('model', 'seedream-4.0');
+      data.append('prompt', 'make it red');
+      for (const event of events) data.append('callback_events', event);
+      data.append('image', new Blob([new Uint8Array(png)]), 'in.png');
+      return data;
+    };
+    const edit = (events: string[]) => server.fetch('/v1/images/edits', { method: 'POST', token, headers: { 'x-async': 'true' }, body: form(events) });
+    await refused(await edit(['success', 'bogus']));
+    const taskId = await submitted(await edit(['submitted', 'success']));
+    const updates = await deliveredUpdates(receiver, taskId);
+    assert.deepEqual(updates.map((u) => u.json.queue_status.status), ['submitted', 'success']);
   });
 });

@@ -7,7 +7,7 @@ import type { EngineRegistry } from '../src/providers/registry.ts';
 import { LocalEngine } from '../src/providers/local/local-engine.ts';
 import { TaskRejectedError, type GenerationEngine, type GenerationJob, type RunContext } from '../src/providers/spec.ts';
 import type { TaskStatusEvent } from '../src/storage/event-bus.ts';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { redisEnv, startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { runContext } from './support/run-context.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -463,5 +463,103 @@ describe('local engine', () => {
     const again = await new LocalEngine({ minDurationMs: 0 }).run(job, instantCtx);
     assert.deepEqual(instantCtx.progressSeen, [], 'without a minimum duration the run ends at once');
     assert.deepEqual(again.files[0]!.data, out.files[0]!.data, 'deterministic');
+  });
+});
+
+describe('x-deadline', () => {
+  it('refuses a deadline that is not a future ISO-8601 time or whole seconds: 400 invalid_deadline naming x-deadline', async () => {
+    const srv = await startTestServer();
+    try {
+      const token = await srv.tokenFor('early');
+      const past = new Date(Date.now() - 60_000).toISOString();
+      for (const bad of ['soon', '1.5', '-3', '0', past, '2026-13-40T99:00:00Z', 'tomorrow 9am']) {
+        const res = await submit(srv, token, IMAGE, { 'x-async': '1', 'x-deadline': bad });
+        const body: Json = await res.json();
+        assert.equal(res.status, 400, `${bad}: ${JSON.stringify(body)}`);
+        assert.equal(body.error.code, 'invalid_deadline', bad);
+        assert.equal(body.error.param, 'x-deadline', bad);
+      }
+      const future = new Date(Date.now() + 60_000).toISOString();
+      for (const good of ['30', future]) assert.equal((await submit(srv, token, IMAGE, { 'x-async': '1', 'x-deadline': good })).status, 200, good);
+    } finally {
+      await srv.close();
+    }
+  });
+
+  for (const queue of ['database', 'BullMQ'] as const) it(`fails a task still waiting at its deadline within a second, never running it, at no cost; a started task is not affected (${queue} queue)`, async (t) => {
+    const redis = queue === 'BullMQ' ? await redisEnv() : { env: {}, cleanup: async () => undefined };
+    if ('skip' in redis) return t.skip(redis.skip);
+    const engine = new ScriptedEngine(true);
+    const srv = await startTestServer({ WORKER_CONCURRENCY: '1', ...redis.env }, { engines: engines(engine) });
+    try {
+      const token = await srv.tokenFor('late');
+      // The one worker slot is held by a task that has a deadline too: started, it runs on past it.
+      const busy: Json = await (await submit(srv, token, IMAGE, { 'x-async': '1', 'x-deadline': '1' })).json();
+      const run = await engine.running(busy.task_id);
+      const submittedAt = Date.now();
+      const waiting: Json = await (await submit(srv, token, IMAGE, { 'x-async': '1', 'x-deadline': '1' })).json();
+      const failed = await waitForRecord(srv, token, waiting.task_id, (r) => r.queue_status.status !== 'submitted', 5_000);
+      const failedAfter = Date.now() - submittedAt;
+      assert.equal(failed.queue_status.status, 'failed');
+      assert.equal(failed.queue_status.message, 'deadline exceeded');
+      assert.ok(failedAfter < 2_000 + 500, `failed ${failedAfter} ms after its submit (deadline 1 s)`);
+      assert.ok(failed.queue_status.started_at == null, 'it never started');
+
+      // A sync submit whose deadline passes while it waits answers 502 task_failed with its task id.
+      const sync = await submit(srv, token, IMAGE, { 'x-deadline': '1' });
+      const syncBody: Json = await sync.json();
+      assert.equal(sync.status, 502, JSON.stringify(syncBody));
+      assert.equal(syncBody.error.code, 'task_failed');
+      assert.match(syncBody.error.task_id, /^task_/);
+
+      run.finish();
+      const done = await waitForRecord(srv, token, busy.task_id, (r) => r.queue_status.status === 'success');
+      assert.equal(done.queue_status.status, 'success');
+      // The worker is free again: had the expired tasks been queued still, it would take them now.
+      const after: Json = await (await submit(srv, token, IMAGE, { 'x-async': '1' })).json();
+      (await engine.running(after.task_id)).finish();
+      await waitForRecord(srv, token, after.task_id, (r) => r.queue_status.status === 'success');
+      assert.deepEqual([...engine.runs.keys()].sort(), [busy.task_id, after.task_id].sort(), 'the expired tasks never reached the engine');
+
+      const ledger: Json[] = ((await (await srv.fetch('/admin/requests?user_id=late', { token: srv.adminToken })).json()) as Json).data;
+      for (const taskId of [waiting.task_id, syncBody.error.task_id]) {
+        const row = ledger.find((r) => r.task_id === taskId);
+        assert.ok(row, `a ledger row for ${taskId}: ${JSON.stringify(ledger)}`);
+        assert.equal(row.cost, 0, JSON.stringify(row));
+      }
+    } finally {
+      await srv.close();
+      await redis.cleanup();
+    }
+  });
+});
+
+describe('queue position', () => {
+  it('counts the earlier waiting tasks of the same model, and is gone once the task starts', async () => {
+    const engine = new ScriptedEngine(true);
+    const srv = await startTestServer({ WORKER_CONCURRENCY: '1' }, { engines: engines(engine) });
+    try {
+      const token = await srv.tokenFor('queued');
+      const submitAsync = async (body: Json): Promise<string> => ((await (await submit(srv, token, body, { 'x-async': '1' })).json()) as Json).task_id;
+      const busy = await submitAsync(IMAGE);
+      const run = await engine.running(busy);
+      const waiting: string[] = [];
+      for (let i = 0; i < 3; i++) {
+        waiting.push(await submitAsync(IMAGE));
+        // A task of another model waits too, but not in this model's line.
+        await submitAsync({ ...IMAGE, model: 'gpt-image-1' });
+      }
+      const positions = [];
+      for (const taskId of waiting) positions.push((await waitForRecord(srv, token, taskId, () => true)).queue_status.queue_position);
+      assert.deepEqual(positions, [0, 1, 2]);
+      const running = await waitForRecord(srv, token, busy, () => true);
+      assert.equal('queue_position' in running.queue_status, false);
+      run.finish();
+      const started = await waitForRecord(srv, token, waiting[0]!, (r) => r.queue_status.status !== 'submitted');
+      assert.equal('queue_position' in started.queue_status, false, JSON.stringify(started.queue_status));
+    } finally {
+      for (const { finish } of engine.runs.values()) finish();
+      await srv.close();
+    }
   });
 });

@@ -24,6 +24,7 @@ export const ERROR_CODES = {
   invalid_json: 400,
   invalid_request: 400,
   invalid_parameter: 400,
+  invalid_deadline: 400,
   missing_parameter: 400,
   unsupported_parameter: 400,
   unsupported_content_type: 400,

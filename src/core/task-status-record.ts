@@ -59,6 +59,8 @@ export interface QueueStatus {
   server?: string;
   status: string;
   queue?: number;
+  /** While the task waits (submitted): how many earlier tasks of its model still wait; absent afterwards. */
+  queue_position?: number;
   data: DrawResponse;
   output_content: GeneralOutput[];
   message?: string;

@@ -2,12 +2,14 @@
  * Request bodies of the song and speech endpoints (docs/api/audio.md) and the task inputs they become.
  */
 import { Type, type Static } from 'typebox';
+import { SubmitFields } from './submit-fields.ts';
 
 /** The music weights: 0 to 1 with at most two decimals. */
 export const MUSIC_WEIGHTS = ['styleWeight', 'weirdnessConstraint', 'audioWeight'] as const;
 const musicWeight = (description: string) => Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: `${description}; 0 to 1, two decimals` }));
 
 export const SongBody = Type.Object({
+  ...SubmitFields,
   prompt: Type.String({ minLength: 1, description: 'what the song is about; the lyrics in custom mode' }),
   model: Type.String({ minLength: 1, description: 'catalog alias of a model with audio_generate' }),
   makeInstrumental: Type.Optional(Type.Boolean({ description: 'no vocals' })),
@@ -28,6 +30,7 @@ const SPEECH_EMOTIONS = ['happy', 'sad', 'angry', 'fearful', 'disgusted', 'surpr
 export const SPEECH_FORMATS = ['mp3', 'wav', 'flac'] as const;
 
 export const SpeechBody = Type.Object({
+  ...SubmitFields,
   model: Type.String({ minLength: 1, description: 'catalog alias of a model with text_to_speech' }),
   text: Type.String({ minLength: 1, maxLength: 10_000, description: 'the text to speak (MiniMax\'s synchronous limit: 10000 characters)' }),
   text_file_id: Type.Optional(Type.String({
@@ -56,6 +59,7 @@ export const OPENAI_SPEECH_FORMATS = ['mp3', 'opus', 'aac', 'flac', 'wav', 'pcm'
 
 /** The body of POST /v1/audio/speech and /openai/v1/audio/speech (OpenAI's speech API). */
 export const OpenAiSpeechBody = Type.Object({
+  ...SubmitFields,
   model: Type.String({ minLength: 1, description: 'catalog alias of a text_to_speech model' }),
   input: Type.String({ minLength: 1, maxLength: 10_000, description: 'the text to speak' }),
   voice: Type.String({ minLength: 1, description: 'one of the model\'s text_to_speech.voices[].id (any id when the model lists none)' }),

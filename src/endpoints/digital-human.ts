@@ -3,6 +3,7 @@
  */
 import { Type, type Static } from 'typebox';
 import { mediaReference } from './video.ts';
+import { SubmitFields } from './submit-fields.ts';
 
 /** The source video of a digital human, as its frames are played back. */
 export const DigitalHumanVideo = Type.Object({
@@ -15,6 +16,7 @@ export const DigitalHumanVideo = Type.Object({
 export type DigitalHumanVideo = Static<typeof DigitalHumanVideo>;
 
 export const DigitalHumanCreateBody = Type.Object({
+  ...SubmitFields,
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
   video_id: mediaReference('the source video: a URL from /v1/files/upload, an asset hash blake3:<hex>, or an http(s) URL'),
   interaction_optimise: Type.Enum([0, 1], { default: 1, description: '1 on, 0 off: optimisation for live streaming' }),
@@ -22,6 +24,7 @@ export const DigitalHumanCreateBody = Type.Object({
 export type DigitalHumanCreateBody = Static<typeof DigitalHumanCreateBody>;
 
 export const DigitalHumanGenerationBody = Type.Object({
+  ...SubmitFields,
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name; its mode (Lite or Basic) decides which options apply' }),
   resource_id: Type.String({ minLength: 1, description: 'from POST /v1/digital-human/create; 404 resource_not_found when unknown or another user\'s' }),
   audio_url: mediaReference('the speech to lip-sync: MP3, WAV or M4A'),

@@ -4,6 +4,7 @@
  * and the engine receives that input typed.
  */
 import { Type, type Static } from 'typebox';
+import { SubmitFields } from './submit-fields.ts';
 
 /** Spec document 1 limit of an edit: up to 16 images (and one mask). */
 export const MAX_EDIT_IMAGES = 16;
@@ -19,6 +20,7 @@ export const ImageOutputFields = {
 };
 
 export const ImagesGenerationBody = Type.Object({
+  ...SubmitFields,
   prompt: Type.String({ minLength: 1, description: 'prompt text' }),
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
   ...ImageOutputFields,
@@ -27,6 +29,7 @@ export const ImagesGenerationBody = Type.Object({
 export type ImagesGenerationBody = Static<typeof ImagesGenerationBody>;
 
 export const LegacyGenerationBody = Type.Object({
+  ...SubmitFields,
   params: Type.Object({
     prompt: Type.Optional(Type.String()),
     width: Type.Optional(Type.Integer({ minimum: 1 })),
@@ -47,6 +50,7 @@ const EditFields = {
 };
 
 export const ImagesEditJsonBody = Type.Object({
+  ...SubmitFields,
   ...EditFields,
   image: Type.Union([ImageRef, Type.Array(ImageRef)], { description: `one image or a list of 1 to ${MAX_EDIT_IMAGES}; the first is the base` }),
   mask: Type.Optional(Type.String({ minLength: 1, description: 'mask URL: the edit applies where it is transparent (OpenAI convention)' })),
@@ -57,6 +61,7 @@ export type ImagesEditJsonBody = Static<typeof ImagesEditJsonBody>;
 
 /** The text fields of the multipart edit form; its images and mask come as file parts. */
 export const ImagesEditFormFields = Type.Object({
+  ...SubmitFields,
   ...EditFields,
   _metadata: Type.Optional(Type.String({ description: 'metadata, a JSON string' })),
 }, { additionalProperties: true });

@@ -4,6 +4,7 @@
  * chosen model is checked by the family rules and capabilities afterwards.
  */
 import { Type, type Static, type TObject, type TProperties, type TSchema } from 'typebox';
+import { SubmitFields } from './submit-fields.ts';
 
 const Quality = Type.Enum(['standard', 'detailed']);
 const Topology = Type.Enum(['triangle', 'quad'], { description: 'triangle or quad' });
@@ -54,6 +55,7 @@ const commonGenerationFields = {
 };
 
 export const GenerateTextBody = Type.Object({
+  ...SubmitFields,
   ...commonGenerationFields,
   prompt: Type.String({ minLength: 1, description: 'up to 1024 characters' }),
   negative_prompt: Type.Optional(Type.String({ description: 'up to 255 characters' })),
@@ -62,6 +64,7 @@ export const GenerateTextBody = Type.Object({
 export type GenerateTextBody = Static<typeof GenerateTextBody>;
 
 export const GenerateImageBody = Type.Object({
+  ...SubmitFields,
   ...commonGenerationFields,
   file: FileObject,
   texture_delight: Type.Optional(Type.Boolean({ description: 'needs texture' })),
@@ -72,6 +75,7 @@ export const GenerateImageBody = Type.Object({
 export type GenerateImageBody = Static<typeof GenerateImageBody>;
 
 export const GenerateMultiviewBody = Type.Object({
+  ...SubmitFields,
   ...commonGenerationFields,
   view_images: Type.Optional(Type.Array(ViewImage, { description: 'at least 2 images including front, one per view; wins over files' })),
   files: Type.Optional(LegacySlots('legacy: exactly four slots front, left, back, right (null for a missing view)')),
@@ -84,12 +88,14 @@ const editModel = Type.String({ minLength: 1, description: 'alias whose mesh_edi
 const SegmentationVersion = Type.Enum(['v1.0-20250506'], { description: 'normally omitted' });
 
 export const SegmentationBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   model_version_seg: Type.Optional(SegmentationVersion),
 }, { additionalProperties: false });
 
 export const CompletionBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   part_names: Type.Array(Type.String({ minLength: 1 }), { minItems: 1, description: 'names from the segmentation result' }),
@@ -97,6 +103,7 @@ export const CompletionBody = Type.Object({
 }, { additionalProperties: false });
 
 export const SmartLowpolyBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   topology: Type.Optional(Topology),
@@ -116,6 +123,7 @@ export const TexturePrompt = Type.Object({
 export type TexturePrompt = Static<typeof TexturePrompt>;
 
 export const TextureBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   texture: Type.Optional(Type.Boolean({ description: 'default true; wins over enable_texture' })),
@@ -132,6 +140,7 @@ export const TextureBody = Type.Object({
 }, { additionalProperties: false });
 
 export const ConvertBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   format: Type.String({ minLength: 1, description: 'GLTF, USDZ, FBX, OBJ, STL or 3MF' }),
@@ -156,11 +165,13 @@ export const ConvertBody = Type.Object({
 }, { additionalProperties: false });
 
 export const CheckRiggableBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
 }, { additionalProperties: false });
 
 export const RigBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   out_format: Type.Optional(Type.Enum(['glb', 'fbx'], { description: 'default glb' })),
@@ -170,6 +181,7 @@ export const RigBody = Type.Object({
 }, { additionalProperties: false });
 
 export const RetargetAnimationBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: Type.Optional(Type.String({ minLength: 1, description: 'default: the rig history\'s model' })),
   animation: Type.Optional(Type.String({ description: 'one preset id, e.g. preset:walk' })),
@@ -181,12 +193,14 @@ export const RetargetAnimationBody = Type.Object({
 }, { additionalProperties: false });
 
 export const RefineBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   draft_model_task_id: Type.Optional(Type.String({ minLength: 1, description: 'upstream draft task id; default from the history' })),
 }, { additionalProperties: false });
 
 export const StylizeBody = Type.Object({
+  ...SubmitFields,
   history_id: historyId,
   model: editModel,
   style: Type.Enum(['brick', 'voxel', 'voronoi', 'blockgame']),

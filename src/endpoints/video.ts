@@ -2,6 +2,7 @@
  * The request body of POST /v1/video/generations (docs/api/video.md) and the task input it becomes.
  */
 import { Type, type Static } from 'typebox';
+import { SubmitFields } from './submit-fields.ts';
 
 /** A media reference in a request: what RunContext.readInput can read. */
 export function mediaReference(description = 'http(s) URL (e.g. from /v1/files/upload), data URI, or asset hash blake3:<hex>') {
@@ -53,6 +54,7 @@ export const ContentItem = Type.Object({
 export type VideoContentItem = Static<typeof ContentItem>;
 
 export const VideoGenerationBody = Type.Object({
+  ...SubmitFields,
   model: Type.String({ minLength: 1, description: 'catalog alias or workflow name' }),
   content: Type.Array(ContentItem, { minItems: 1, maxItems: 32 }),
   aspect_ratio: Type.Enum(['16:9', '9:16', '4:3', '3:4', '1:1', '21:9', '9:21', 'adaptive', 'keep_ratio'], { default: 'adaptive' }),

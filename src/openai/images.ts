@@ -9,8 +9,10 @@ import { ApiError } from '../core/errors.ts';
 import type { FileService } from '../files/file-service.ts';
 import { endedResult, ownFileBytes } from '../tasks/ended-result.ts';
 import type { GenerationOutcome } from '../tasks/generation-service.ts';
+import { SubmitFields } from '../endpoints/submit-fields.ts';
 
 export const OpenAiImagesBody = Type.Object({
+  ...SubmitFields,
   prompt: Type.String({ minLength: 1 }),
   model: Type.Optional(Type.String({ minLength: 1, description: 'catalog alias with image_generate; default the catalog\'s default image model' })),
   n: Type.Optional(Type.Integer({ minimum: 1, maximum: 10 })),

@@ -222,6 +222,10 @@ export interface TaskRow {
   /** JSON W3C trace-context headers of the submitting request while tracing is on, else null. */
   trace_context: string | null;
   callback_url: string | null;
+  /** JSON array of the statuses the task's callback announces; null: every status. */
+  callback_events: string | null;
+  /** The submit's x-deadline (epoch ms): still waiting then, the task fails; null: none. */
+  deadline_at: number | null;
   /** Instance that ran (or runs) the task. */
   server: string | null;
   /** Times a worker claimed the task. */

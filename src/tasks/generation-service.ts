@@ -1,6 +1,7 @@
 import type { Catalog, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
+import type { TaskStatus } from '../core/task-state.ts';
 import { ENDPOINTS } from '../endpoints/endpoint-table.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
@@ -25,6 +26,10 @@ export interface GenerationCaller {
   requestId: string;
   /** The call's admission; none for tasks made inside the gateway (the agent's tools). */
   admission?: TaskAdmission;
+  /** The statuses the task's callback announces (the submit's callback_events); absent: every status. */
+  callbackEvents?: readonly TaskStatus[];
+  /** Epoch ms of the submit's x-deadline: still waiting then, the task fails. */
+  deadlineAt?: number;
 }
 
 /** One generation call, as every modality's service hands it over: its model resolved, its input checked. */
@@ -112,6 +117,8 @@ export class GenerationService {
       warnings,
       tokenId: admitted?.tokenId ?? null,
       reservedCredits: admitted?.reservedCredits ?? 0,
+      ...(request.callbackEvents ? { callbackEvents: request.callbackEvents } : {}),
+      ...(request.deadlineAt !== undefined ? { deadlineAt: request.deadlineAt } : {}),
     });
     request.admission?.taskSubmitted(task.id);
     if (mode === 'async') return { kind: 'submitted', task };

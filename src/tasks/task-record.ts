@@ -38,7 +38,7 @@ export function statusRecordOf(row: TaskRow, queue?: number): TaskStatusRecord {
       request_id: row.request_id,
       ...(row.server !== null ? { server: row.server } : {}),
       status: row.status,
-      ...(queue !== undefined ? { queue } : {}),
+      ...(queue !== undefined ? { queue, queue_position: queue } : {}),
       data,
       output_content: data.output_content,
       ...(row.message !== null ? { message: row.message } : {}),

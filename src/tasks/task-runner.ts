@@ -12,7 +12,7 @@ import { UrlNotAllowedError } from './outbound-fetch.ts';
 import type { TaskClaim } from './task-queue.ts';
 import type { BillingEntry, RoutingRecord } from '../core/result-types.ts';
 import { parseResult, type TaskResult } from './task-record.ts';
-import type { TaskService } from './task-service.ts';
+import { DEADLINE_EXCEEDED, type TaskService } from './task-service.ts';
 import { failSpan, GEN_AI, inSpan, restoredTraceContext, SpanKind } from '../telemetry/tracing.ts';
 import { retryWhileDatabaseUnavailable } from '../storage/database-unavailable.ts';
 import type { Span } from '@opentelemetry/api';
@@ -64,6 +64,7 @@ export class TaskRunner {
 
   private async run(row: TaskRow, claim: TaskClaim, span: Span | undefined): Promise<'ended' | 'live'> {
     const log = this.deps.logger.child({ taskId: row.id, attempt: claim.attempt });
+    if (this.deps.tasks.isOverdue(row)) return this.fail(claim, row.id, DEADLINE_EXCEEDED);
     if (claim.attempt > MAX_ATTEMPTS) return this.fail(claim, row.id, `the task was interrupted ${MAX_ATTEMPTS} times (its worker stopped or lost contact) and is not retried`);
     const model = this.deps.catalog.find(row.model) ?? this.deps.engines.findModel?.(row.model);
     if (!model) return this.fail(claim, row.id, `model ${row.model} is no longer in the catalog`);

@@ -30,6 +30,10 @@ export interface NewTask {
   tokenId?: string | null;
   /** Micro-credits its admission reserved against credit limits. */
   reservedCredits?: number;
+  /** The statuses its callback announces; absent: every status. */
+  callbackEvents?: readonly TaskStatus[];
+  /** Epoch ms: still waiting then, it fails without running (x-deadline). */
+  deadlineAt?: number;
 }
 
 /** What comes with a status change besides the change itself. */
@@ -50,6 +54,10 @@ export type TransitionResult = { ok: true; row: TaskRow; changed: boolean } | { 
 
 /** Compare-and-set retries before a writer gives up; each retry means another writer made progress. */
 const MAX_CAS_RETRIES = 50;
+/** Overdue tasks failed per read of the store. */
+const OVERDUE_BATCH = 100;
+/** The message of a task that waited past its x-deadline. */
+export const DEADLINE_EXCEEDED = 'deadline exceeded';
 /** A sync waiter re-reads the store this often, in case an event went missing between instances. */
 const WAIT_RECHECK_MS = 2000;
 
@@ -121,6 +129,8 @@ export class TaskService {
       saved_state: null,
       trace_context: savedTraceContext(),
       callback_url: callback.callback_url ?? null,
+      callback_events: spec.callbackEvents ? JSON.stringify(spec.callbackEvents) : null,
+      deadline_at: spec.deadlineAt ?? null,
       server: null,
       attempts: 0,
       lease_owner: null,
@@ -138,6 +148,24 @@ export class TaskService {
     // out first: announce sends it before its first await, and the queue awaits before it sends the job.
     await Promise.all([this.announce(row, record), this.queue.enqueue(row.id)]);
     return row;
+  }
+
+  /**
+   * Fails the tasks still waiting past their deadline, without running them. Every instance may
+   * sweep at once: the compare-and-set of transition writes each failure once, and a worker's
+   * start of the same task loses to it (or wins, and the task is no longer waiting).
+   */
+  async failOverdue(): Promise<void> {
+    for (;;) {
+      const overdue = await this.repo.overdueWaiting(this.now(), OVERDUE_BATCH);
+      for (const taskId of overdue) await this.transition(taskId, { status: 'failed', message: DEADLINE_EXCEEDED });
+      if (overdue.length < OVERDUE_BATCH) return;
+    }
+  }
+
+  /** Whether the task waits past its deadline: its worker then fails it (failOverdue's message) instead of running it. */
+  isOverdue(row: TaskRow): boolean {
+    return row.status === 'submitted' && row.deadline_at !== null && row.deadline_at <= this.now();
   }
 
   /** The task if it exists; no owner check (workers). */
@@ -311,9 +339,13 @@ export class TaskService {
     }
   }
 
-  /** The outbox entry announcing this version of the task, when a callback address is set. */
+  /**
+   * The outbox entry announcing this version of the task, when a callback address is set and the
+   * submit's callback_events take its status: what the outbox lacks, the dispatcher never sends.
+   */
   private deliveryOf(row: TaskRow, record: TaskStatusRecord, now: number): CallbackDeliveryRow | undefined {
     if (!row.callback_url) return undefined;
+    if (row.callback_events !== null && !(JSON.parse(row.callback_events) as string[]).includes(row.status)) return undefined;
     return {
       id: newId('msg'),
       task_id: row.id,

@@ -5,6 +5,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { guessMimeType } from '../../core/mime-type.ts';
 import type { FileService, PendingFile } from '../../files/file-service.ts';
+import { callbackEventsOf } from '../../endpoints/submit-fields.ts';
 import { ImagesEditFormFields, ImagesEditJsonBody, MAX_EDIT_IMAGES } from '../../endpoints/images.ts';
 import type { CheckedImageEdit } from '../../images/service.ts';
 import { asyncHeaders, callerOf, modeOf, sendOutcome } from '../generation-reply.ts';
@@ -22,6 +23,8 @@ type FormImage = { pending: PendingFile; fileName: string; mimeType: string } | 
 
 interface EditForm {
   fields: Record<string, unknown>;
+  /** The repeated callback_events field (endpoints/submit-fields.ts), kept apart from the edit's fields. */
+  callbackEvents: unknown[];
   images: FormImage[];
   mask?: FormImage;
 }
@@ -53,11 +56,12 @@ async function writeImagePart(files: FileService, part: MultipartFile, what: str
 
 /** Reads the multipart form: text fields as they are, `image[]` and `mask` parts written as pending files. */
 async function readEditForm(request: FastifyRequest, files: FileService, maxBytes: number, written: PendingFile[]): Promise<EditForm> {
-  const form: EditForm = { fields: {}, images: [] };
+  const form: EditForm = { fields: {}, callbackEvents: [], images: [] };
   for await (const part of request.parts()) {
     const param = IMAGE_PART.test(part.fieldname) ? 'image' : part.fieldname === 'mask' ? 'mask' : undefined;
     if (!param) {
-      if (part.type === 'field') form.fields[part.fieldname] = part.value;
+      if (part.type === 'field' && part.fieldname === 'callback_events') form.callbackEvents.push(part.value);
+      else if (part.type === 'field') form.fields[part.fieldname] = part.value;
       else part.file.resume();
       continue;
     }
@@ -74,6 +78,8 @@ async function readEditForm(request: FastifyRequest, files: FileService, maxByte
 /** An edit request read from either body: the checked fields and the image references. */
 export interface EditRequest {
   checked: CheckedImageEdit;
+  /** The submit fields of the request (endpoints/submit-fields.ts), for callerOf. */
+  submitFields: { callback_events?: unknown };
   image: string[];
   mask?: string;
 }
@@ -100,12 +106,15 @@ export function imageEditReader(app: FastifyInstance, services: AppServices): (r
     const written: PendingFile[] = [];
     try {
       const form = await readEditForm(request, files, settings.maxFileBytes, written);
+      // A form names each status in a field of its own; none sent means the default, all of them.
+      const submitFields = form.callbackEvents.length > 0 ? { callback_events: form.callbackEvents } : {};
+      callbackEventsOf(submitFields.callback_events); // refused before the images are kept
       const checked = images.checkEdit(formFields(form.fields), form.images.length);
       const urlOf = async (image: FormImage): Promise<string> => ('url' in image ? image.url : (await files.register(request.ctx.principal.userId, image.pending, image.fileName, image.mimeType)).url);
       const image = [];
       for (const each of form.images) image.push(await urlOf(each));
       const mask = form.mask ? await urlOf(form.mask) : undefined;
-      return { checked, image, ...(mask ? { mask } : {}) };
+      return { checked, submitFields, image, ...(mask ? { mask } : {}) };
     } catch (err) {
       await Promise.all(written.map((pending) => files.discard(pending)));
       throw (err as { code?: string }).code === 'FST_REQ_FILE_TOO_LARGE' ? fileTooLarge('image', settings.maxFileBytes) : err;
@@ -113,9 +122,9 @@ export function imageEditReader(app: FastifyInstance, services: AppServices): (r
   }
 
   function editFromJson(body: ImagesEditJsonBody): EditRequest {
-    const { image, mask, ...fields } = body;
+    const { image, mask, callback_events, ...fields } = body;
     const list = Array.isArray(image) ? image : [image];
-    return { checked: images.checkEdit(fields, list.length), image: list, ...(mask ? { mask } : {}) };
+    return { checked: images.checkEdit(fields, list.length), submitFields: { callback_events }, image: list, ...(mask ? { mask } : {}) };
   }
 
   return async (request) => (request.isMultipart() ? editFromForm(request) : editFromJson(request.body as ImagesEditJsonBody));
@@ -135,7 +144,7 @@ export const imageEditRoutes = (services: AppServices): FastifyPluginAsyncTypebo
       body: { content: { 'application/json': { schema: ImagesEditJsonBody } } },
     },
   }, async (request, reply) => {
-    const { checked, ...refs } = await readEdit(request);
-    return sendOutcome(reply, await services.images.edit(callerOf(request), checked, refs, modeOf(request)), openAiImageFields);
+    const { checked, submitFields, ...refs } = await readEdit(request);
+    return sendOutcome(reply, await services.images.edit(callerOf(request, submitFields), checked, refs, modeOf(request)), openAiImageFields);
   });
 };

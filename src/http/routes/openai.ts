@@ -49,8 +49,9 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
   app.post('/images/generations', {
     schema: { tags: ['openai'], summary: 'Generate images (OpenAI\'s images API); answers when they are ready', security, body: OpenAiImagesBody },
   }, async (request) => {
+    const caller = callerOf(request);
     const { input, options } = imageRequest(request.body);
-    return imageAnswers.answer(await services.images.generate(callerOf(request), input, 'sync'), options);
+    return imageAnswers.answer(await services.images.generate(caller, input, 'sync'), options);
   });
 
   app.post('/images/edits', {
@@ -61,9 +62,9 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
       body: { content: { 'application/json': { schema: ImagesEditJsonBody } } },
     },
   }, async (request) => {
-    const { checked, ...refs } = await readEdit(request);
+    const { checked, submitFields, ...refs } = await readEdit(request);
     const options = answerOptionsOf(checked.input, checked.model.alias);
-    return imageAnswers.answer(await services.images.edit(callerOf(request), checked, refs, 'sync'), options);
+    return imageAnswers.answer(await services.images.edit(callerOf(request, submitFields), checked, refs, 'sync'), options);
   });
 
   app.post('/responses', {

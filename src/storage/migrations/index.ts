@@ -15,6 +15,9 @@ import * as idempotencyKeys from './0019-idempotency-keys.ts';
 import * as channelDisables from './0020-channel-disables.ts';
 import * as openaiResponses from './0021-openai-responses.ts';
 import * as taskTraceContext from './0025-task-trace-context.ts';
+import * as taskCallbackEvents from './0026-task-callback-events.ts';
+import * as taskDeadline from './0027-task-deadline.ts';
+import * as taskModelQueue from './0028-task-model-queue.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -34,4 +37,7 @@ export const migrations: Record<string, Migration> = {
   '0020_channel_disables': channelDisables,
   '0021_openai_responses': openaiResponses,
   '0025_task_trace_context': taskTraceContext,
+  '0026_task_callback_events': taskCallbackEvents,
+  '0027_task_deadline': taskDeadline,
+  '0028_task_model_queue': taskModelQueue,
 };

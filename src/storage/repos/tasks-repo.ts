@@ -83,14 +83,30 @@ export class TasksRepo {
   }
 
   /** How many live-but-unstarted tasks were submitted before this one. */
-  async queuePosition(row: Pick<TaskRow, 'id' | 'created_at'>): Promise<number> {
+  async queuePosition(row: Pick<TaskRow, 'id' | 'model' | 'created_at'>): Promise<number> {
+    // Counted on the index of 0028-task-model-queue.ts: the model's waiting tasks, in submit order.
     const res = await this.db.kysely
       .selectFrom('tasks')
       .select((eb) => eb.fn.countAll<number>().as('n'))
+      .where('model', '=', row.model)
       .where('status', '=', 'submitted')
       .where((eb) => eb.or([eb('created_at', '<', row.created_at), eb.and([eb('created_at', '=', row.created_at), eb('id', '<', row.id)])]))
       .executeTakeFirstOrThrow();
     return Number(res.n);
+  }
+
+  /** Up to `limit` tasks still waiting at `now` past their deadline, soonest first (the partial index of 0027-task-deadline.ts). */
+  async overdueWaiting(now: number, limit: number): Promise<string[]> {
+    const rows = await this.db.kysely
+      .selectFrom('tasks')
+      .select('id')
+      .where('status', '=', sql.lit('submitted'))
+      .where('deadline_at', 'is not', null)
+      .where('deadline_at', '<=', now)
+      .orderBy('deadline_at')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => row.id);
   }
 
   /**
