@@ -30,8 +30,11 @@ const InputPart: Schema = {
   ],
 };
 
-/** An item of `type` (given) must carry these fields. */
-const itemRequires = (type: string, fields: string[]): Schema => ({ if: { properties: { type: { const: type } }, required: ['type'] }, then: { required: fields } });
+/** What an item of `type` (given) must hold; the fields of other item types are not checked against it. */
+const itemOfType = (type: string, required: string[], properties: Record<string, Schema>): Schema => ({ if: { properties: { type: { const: type } }, required: ['type'] }, then: { required, properties } });
+
+const callId: Schema = { type: 'string', minLength: 1 };
+const toolOutput: Schema = { type: ['string', 'array'], items: InputPart };
 
 /**
  * An input item: a message (type omitted or `message`), a call an earlier answer made (function,
@@ -40,28 +43,19 @@ const itemRequires = (type: string, fields: string[]): Schema => ({ if: { proper
  */
 const InputItem: Schema = {
   type: 'object',
-  properties: {
-    type: text,
-    id: { type: ['string', 'null'] },
-    role: { type: 'string', enum: ['user', 'assistant', 'system', 'developer'] },
-    content: { type: ['string', 'array'], items: InputPart },
-    call_id: { type: 'string', minLength: 1 },
-    name: text,
-    namespace: text,
-    arguments: text,
-    input: text,
-    output: { type: ['string', 'array'], items: InputPart },
-    action: { type: 'object' },
-    encrypted_content: { type: ['string', 'null'] },
-  },
+  properties: { type: text, id: { type: ['string', 'null'] } },
   allOf: [
-    itemRequires('function_call', ['call_id', 'name', 'arguments']),
-    itemRequires('function_call_output', ['call_id', 'output']),
-    itemRequires('custom_tool_call', ['call_id', 'name', 'input']),
-    itemRequires('custom_tool_call_output', ['call_id', 'output']),
-    itemRequires('local_shell_call', ['action']),
-    itemRequires('local_shell_call_output', ['output']),
-    { if: { anyOf: [{ not: { required: ['type'] } }, { properties: { type: { const: 'message' } } }] }, then: { required: ['role', 'content'] } },
+    itemOfType('function_call', ['call_id', 'name', 'arguments'], { call_id: callId, name: text, arguments: text, namespace: text }),
+    itemOfType('function_call_output', ['call_id', 'output'], { call_id: callId, output: toolOutput }),
+    itemOfType('custom_tool_call', ['call_id', 'name', 'input'], { call_id: callId, name: text, input: text, namespace: text }),
+    itemOfType('custom_tool_call_output', ['call_id', 'output'], { call_id: callId, output: toolOutput }),
+    itemOfType('local_shell_call', ['action'], { call_id: callId, action: { type: 'object' } }),
+    itemOfType('local_shell_call_output', ['output'], { call_id: callId, output: text }),
+    itemOfType('reasoning', [], { encrypted_content: { type: ['string', 'null'] } }),
+    {
+      if: { anyOf: [{ not: { required: ['type'] } }, { properties: { type: { const: 'message' } } }] },
+      then: { required: ['role', 'content'], properties: { role: { type: 'string', enum: ['user', 'assistant', 'system', 'developer'] }, content: { type: ['string', 'array'], items: InputPart } } },
+    },
   ],
 };
 
