@@ -8,7 +8,7 @@
 import type { ChatService } from '../chat/chat-service.ts';
 import type { ChatInputMessage } from '../core/chat-input.ts';
 import { ApiError } from '../core/errors.ts';
-import type { ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
+import type { ChatUsage, ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
 import type { OpenAiResponsesRepo } from '../storage/repos/openai-responses-repo.ts';
 import { chatParams, inputMessages } from './responses-input.ts';
 import { completionOutput, finishResponse, itemId, replyMessage, ResponseEventStream, startResponse, type ResponseEvent } from './responses-output.ts';
@@ -19,7 +19,7 @@ export type ResponsesOutcome = (
   /** The events in order; the iteration throws when the model fails midway, and `failed` is then the last event to send. */
   | { kind: 'stream'; events: AsyncIterable<ResponseEvent>; failed(code: string, message: string): ResponseEvent }
   /** The upstream's response object, as its JSON text came. */
-  | { kind: 'upstream-response'; text: string; inputTokens: number; outputTokens: number }
+  | { kind: 'upstream-response'; text: string; usage: ChatUsage | undefined }
   /** The upstream's events as they came; the iteration throws when the upstream fails midway. */
   | { kind: 'upstream-stream'; events: AsyncIterable<UpstreamResponsesEvent> }
 ) & {
@@ -50,7 +50,7 @@ export class OpenAiResponsesService {
     if (outcome.kind === 'upstream') {
       const { answer } = outcome;
       if (answer.kind === 'stream') return { kind: 'upstream-stream', events: answer.events, warnings: [], ...route };
-      return { kind: 'upstream-response', text: answer.text, inputTokens: answer.usage?.prompt_tokens ?? 0, outputTokens: answer.usage?.completion_tokens ?? 0, warnings: [], ...route };
+      return { kind: 'upstream-response', text: answer.text, usage: answer.usage, warnings: [], ...route };
     }
 
     const started = startResponse(itemId('resp'), body, body.model);

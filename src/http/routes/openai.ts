@@ -16,6 +16,7 @@ import { embeddingRoutes } from './embeddings.ts';
 import { imageEditReader } from './image-edits.ts';
 import { ImagesEditJsonBody } from '../../endpoints/images.ts';
 import type { AppServices } from '../services.ts';
+import type { ChatUsage } from '../../providers/spec.ts';
 import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from '../../openai/images.ts';
 import type { ResponseEvent } from '../../openai/responses-output.ts';
 import { ResponsesBody, type ResponseObject } from '../../openai/responses-schemas.ts';
@@ -91,12 +92,15 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     const recordUsage = (usage: { input_tokens: number; output_tokens: number } | null | undefined) => {
       if (usage) request.ctx.recordUsage(usage.input_tokens, usage.output_tokens);
     };
+    const recordChatUsage = (usage: ChatUsage | undefined) => {
+      if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+    };
     switch (outcome.kind) {
       case 'response':
         recordUsage(outcome.response.usage);
         return outcome.response;
       case 'upstream-response':
-        recordUsage({ input_tokens: outcome.inputTokens, output_tokens: outcome.outputTokens });
+        recordChatUsage(outcome.usage);
         return reply.type('application/json; charset=utf-8').send(outcome.text);
       case 'upstream-stream': {
         reply.hijack();
@@ -104,7 +108,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
         let sent = 0;
         try {
           for await (const event of outcome.events) {
-            if (event.usage) request.ctx.recordUsage(event.usage.prompt_tokens, event.usage.completion_tokens);
+            recordChatUsage(event.usage);
             await sse.send(event.data, event.type);
             sent++;
           }
