@@ -26,7 +26,7 @@ type RespondAttempt =
   | { kind: 'upstream-stream'; started: StartedStream<UpstreamResponsesEvent> }
   | { kind: 'stream'; started: StartedStream };
 
-/** Whether the catalog says the model is served through OpenAI's Responses API (spec document 3's supportedApiProtocols). */
+/** Whether the model's catalog entry lists OpenAI's Responses API among its text_generate.supportedApiProtocols. */
 function listsResponses(model: LiveModel): boolean {
   return languageCapabilityOf(model)?.supportedApiProtocols?.includes('responses') ?? false;
 }
