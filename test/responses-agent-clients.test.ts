@@ -171,19 +171,28 @@ describe('Responses API with agent-client requests, on the local engine', () => 
 
 describe('Responses API passed through to an upstream that serves it', () => {
   let fake: FakeResponsesUpstream;
+  let chat: FakeChatUpstream;
   let srv: TestServer;
   let token: string;
   let dir: string;
 
   before(async () => {
     fake = await startFakeResponsesUpstream();
+    chat = await startFakeChatUpstream();
     dir = tempDataDir();
-    srv = await startTestServer({ CATALOG_PATH: writeResponsesCatalog(dir), GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: fake.url, retry: { attempts: 0 } } } }) });
+    srv = await startTestServer({
+      CATALOG_PATH: writeResponsesCatalog(dir),
+      GENGATE_CONFIG: JSON.stringify({
+        providers: { openai: { base_url: fake.url, retry: { attempts: 0 } }, deepseek: { base_url: chat.url, retry: { attempts: 0 } } },
+        models: { [RESPONSES_MODEL.alias]: { fallbacks: ['deepseek-chat'] } },
+      }),
+    });
     token = await srv.tokenFor('passer');
   });
   after(async () => {
     await srv?.close();
     await fake?.close();
+    await chat?.close();
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -231,6 +240,28 @@ describe('Responses API passed through to an upstream that serves it', () => {
     const second = await client.responses.create({ model: RESPONSES_MODEL.alias, input: [...input, ...output, { type: 'function_call_output', call_id: output[1].call_id, output: 'Output:\nhi' }], tools: [EXEC_COMMAND] as Json, store: false });
     assert.equal(second.output_text, 'Tool output: hi');
     assert.equal(fake.requests.at(-1)!.body.input[2].encrypted_content, output[0].encrypted_content);
+  });
+
+  it('ends a stream the upstream broke off with an error event numbered after the relayed events', async () => {
+    fake.cutNextStream(3);
+    const res = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: RESPONSES_MODEL.alias, input: 'hello', stream: true } });
+    const events = eventsOf(await res.text());
+    assert.deepEqual(events.map((e) => e.type), ['response.created', 'response.in_progress', 'response.output_item.added', 'error']);
+    assertSequenced(events);
+    assert.equal(events[3].code, 'upstream_error');
+  });
+
+  it('moves to the fallback model when the upstream fails, translated for it and saying what it dropped', async () => {
+    const asked = fake.requests.length;
+    fake.failNext(500);
+    const res = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: codexBody(RESPONSES_MODEL.alias, 'fall back', false) });
+    const body: Json = await res.json();
+    assert.equal(res.status, 200, JSON.stringify(body));
+    assert.equal(fake.requests.length, asked + 1);
+    assert.equal(res.headers.get('x-gengate-model'), 'deepseek-chat');
+    assert.match(res.headers.get('x-gengate-warnings') ?? '', /tools\[3\] \(web_search\) dropped/);
+    assert.equal(body.output[0].content[0].text, 'Echo: fall back');
+    assert.equal(chat.requests.at(-1)!.body.model, 'deepseek-chat');
   });
 
   it('answers the upstream\'s refusal in the OpenAI error shape', async () => {

@@ -20,6 +20,8 @@ export interface FakeResponsesUpstream {
   sent: string[];
   /** The error status (OpenAI's error body) the next requests get, one each. */
   failNext(...statuses: number[]): void;
+  /** The next streamed answer sends this many events, then the connection breaks. */
+  cutNextStream(afterEvents: number): void;
   close(): Promise<void>;
 }
 
@@ -106,6 +108,7 @@ export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstrea
   const requests: RecordedResponsesRequest[] = [];
   const sent: string[] = [];
   const failures: number[] = [];
+  let cutAfter: number | undefined;
   let served = 0;
   const server = http.createServer((req, res) => {
     let raw = '';
@@ -132,10 +135,13 @@ export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstrea
         model: `${body.model}-2026-01-01`, output, parallel_tool_calls: true, store: body.store ?? true, tools: body.tools ?? [], usage: usageOf(inputWords, outputWords), x_upstream: { kept: true },
       };
       if (body.stream === true) {
-        const text = streamEvents(response).map((event) => `event: ${event.type}\ndata: ${spaced(event)}\n\n`).join('');
+        const cut = cutAfter;
+        cutAfter = undefined;
+        const text = streamEvents(response).slice(0, cut).map((event) => `event: ${event.type}\ndata: ${spaced(event)}\n\n`).join('');
         sent.push(text);
         res.writeHead(200, { 'content-type': 'text/event-stream' });
-        res.end(text);
+        if (cut === undefined) res.end(text);
+        else res.write(text, () => res.destroy());
         return;
       }
       const text = spaced(response);
@@ -149,7 +155,8 @@ export async function startFakeResponsesUpstream(): Promise<FakeResponsesUpstrea
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`,
     requests,
     sent,
-    failNext: (...statuses) => failures.push(...statuses),
+    failNext: (...statuses) => void failures.push(...statuses),
+    cutNextStream: (afterEvents) => void (cutAfter = afterEvents),
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
 }
