@@ -191,7 +191,6 @@ export function chatParams(body: ResponsesRequest, warnings: string[]): { params
   if (body.max_output_tokens != null) params.max_completion_tokens = body.max_output_tokens;
   if (body.temperature != null) params.temperature = body.temperature;
   if (body.top_p != null) params.top_p = body.top_p;
-  if (body.reasoning?.effort) params.reasoning_effort = body.reasoning.effort;
   const format = responseFormat(body.text?.format);
   if (format) params.response_format = format;
   if (body.user !== undefined) params.user = body.user;

@@ -115,7 +115,7 @@ export const ResponsesBody = Type.Unsafe<ResponsesRequest>(Type.Object({
   store: Type.Optional(raw({ type: ['boolean', 'null'], description: 'default true: kept for previous_response_id and GET' })),
   metadata: Type.Optional(raw({ type: ['object', 'null'], additionalProperties: { type: 'string' } })),
   user: Type.Optional(Type.String()),
-  reasoning: Type.Optional(raw({ type: ['object', 'null'], description: 'passed through; for other upstreams `effort` becomes reasoning_effort' })),
+  reasoning: Type.Optional(raw({ type: ['object', 'null'], description: 'passed through; not sent to other upstreams' })),
   include: Type.Optional(raw({ type: ['array', 'null'], items: text, description: 'passed through; reasoning.encrypted_content never leaves the gateway for other upstreams' })),
   prompt_cache_key: Type.Optional(raw({ type: ['string', 'null'], description: 'passed through; the cache key of a chat call otherwise' })),
   client_metadata: Type.Optional(raw({ type: ['object', 'null'], description: 'passed through; not sent to other upstreams' })),

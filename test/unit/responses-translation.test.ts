@@ -33,9 +33,9 @@ describe('Responses tools as chat function tools', () => {
     assert.equal(chatParams(request({ tools, tool_choice: { type: 'allowed_tools', mode: 'required', tools: [] } }), []).params.tool_choice, 'required');
   });
 
-  it('sends reasoning.effort as reasoning_effort, and nothing of store, include, prompt_cache_key, client_metadata', () => {
+  it('sends nothing of reasoning, store, include, prompt_cache_key, client_metadata', () => {
     const { params } = chatParams(request({ reasoning: { effort: 'low', summary: 'auto' }, store: false, include: ['reasoning.encrypted_content'], prompt_cache_key: 'k', client_metadata: { a: 1 } }), []);
-    assert.deepEqual(params, { reasoning_effort: 'low' });
+    assert.deepEqual(params, {});
   });
 });
 
