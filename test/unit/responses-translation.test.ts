@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { chatParams, inputMessages } from '../../src/openai/responses-input.ts';
 import { completionOutput, ResponseEventStream, startResponse } from '../../src/openai/responses-output.ts';
 import type { ResponsesRequest } from '../../src/openai/responses-schemas.ts';
+import { chatUsageOf } from '../../src/providers/openai/responses-api.ts';
 import type { ChatChunk, ChatCompletion } from '../../src/providers/spec.ts';
 
 const fn = (name: string) => ({ type: 'function', name, parameters: { type: 'object' } });
@@ -79,5 +80,12 @@ describe('chat tool calls as the items the caller declared', () => {
     ];
     assert.deepEqual(events.map((e) => e.type), ['response.output_item.added', 'response.custom_tool_call_input.delta', 'response.custom_tool_call_input.done', 'response.output_item.done', 'response.completed']);
     assert.equal(events[1]!.delta, 'p');
+  });
+});
+
+describe('a passed-through response\'s usage', () => {
+  it('counts its cached input tokens as prompt_tokens_details.cached_tokens, part of prompt_tokens', () => {
+    assert.deepEqual(chatUsageOf({ input_tokens: 10, output_tokens: 2, total_tokens: 12, input_tokens_details: { cached_tokens: 4 } }), { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12, prompt_tokens_details: { cached_tokens: 4 } });
+    assert.deepEqual(chatUsageOf({ input_tokens: 3, output_tokens: 1 }), { prompt_tokens: 3, completion_tokens: 1, total_tokens: 4 });
   });
 });
