@@ -3,7 +3,7 @@ import type { CapabilityName } from '../catalog/schema.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
-import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatRequest, ChatUsage, ServedRoute } from '../providers/spec.ts';
+import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatParams, ChatRequest, ChatUsage, RoutedResponses, ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from '../core/chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
@@ -37,6 +37,19 @@ export type ChatOutcome = (
   /** The model, provider and channel that took the call (the x-gengate-* headers). */
   route?: ServedRoute;
 };
+
+/** A call of OpenAI's Responses API: the caller's body, and the chat call it translates to. */
+export interface ResponsesInput {
+  model: string;
+  body: Record<string, unknown>;
+  stream: boolean;
+  params: ChatParams;
+  /** The conversation as chat messages; read only when the call is made as a chat call. */
+  messages(): Promise<ChatInputMessage[]>;
+}
+
+/** How a Responses call was answered (see ChatModelRegistry.respond), and who served it. */
+export type ResponsesOutcome = RoutedResponses & { route?: ServedRoute };
 
 /** A call's model and messages, settled before the model is called. */
 export interface PreparedChat {
@@ -132,6 +145,66 @@ export class ChatService {
         span.end();
       }
       throw err;
+    }
+  }
+
+  /**
+   * Runs one Responses call: passed through to an upstream that serves the Responses API for the
+   * model, else as a chat call (named by the alias, its usage estimated when the model sent none,
+   * as start's). Failures are as start's.
+   */
+  async respond(input: ResponsesInput, ownerId: string, signal: AbortSignal): Promise<ResponsesOutcome> {
+    const model = this.deps.resolveModel(input.model, CHAT_CAPABILITIES);
+    let request: ChatRequest | undefined;
+    const messages = async () => {
+      const { messages: adapted } = await this.settle(model, await input.messages(), ownerId, undefined);
+      request = { model, messages: adapted, params: input.params };
+      return adapted;
+    };
+    let route: ServedRoute | undefined;
+    const options = { signal, served: (served: ServedRoute) => void (route = served) };
+    const span = tracingEnabled() ? openSpan(`responses ${model.alias}`, { kind: SpanKind.CLIENT, attributes: { [GEN_AI.operationName]: 'chat', [GEN_AI.requestModel]: model.alias } }) : undefined;
+    try {
+      const routed = await withSpan(span, () => this.deps.models.respond({ model, body: input.body, stream: input.stream, params: input.params, messages }, options));
+      const served = route ? { route } : {};
+      switch (routed.kind) {
+        case 'upstream': {
+          const { answer } = routed;
+          if (answer.kind === 'response') {
+            if (span) endChatSpan(span, route, answer.usage);
+            return { ...routed, ...served };
+          }
+          return { kind: 'upstream', answer: { kind: 'stream', events: this.relayEvents(answer.events, span && { span, route }) }, ...served };
+        }
+        case 'completion':
+          routed.completion.model = model.alias;
+          if (span) endChatSpan(span, route, routed.completion.usage);
+          return { ...routed, ...served };
+        case 'stream':
+          return { kind: 'stream', chunks: this.relay(routed.chunks, request!, undefined, span && { span, route }), ...served };
+      }
+    } catch (err) {
+      if (span?.isRecording()) {
+        failSpan(span, err);
+        span.end();
+      }
+      throw err;
+    }
+  }
+
+  /** An upstream's Responses events as they came, the span ended with the usage of the last. */
+  private async *relayEvents(events: AsyncIterable<UpstreamResponsesEvent>, traced: { span: Span; route: ServedRoute | undefined } | undefined): AsyncGenerator<UpstreamResponsesEvent> {
+    let usage: ChatUsage | undefined;
+    try {
+      for await (const event of events) {
+        if (event.usage) usage = event.usage;
+        yield event;
+      }
+    } catch (err) {
+      if (traced) failSpan(traced.span, err);
+      throw err;
+    } finally {
+      if (traced) endChatSpan(traced.span, traced.route, usage);
     }
   }
 

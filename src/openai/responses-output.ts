@@ -2,6 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ChatInputMessage } from '../core/chat-input.ts';
 import type { ChatChunk, ChatCompletion, ChatFinishReason, ChatToolCall, ChatUsage } from '../providers/spec.ts';
+import type { DeclaredTools } from './responses-input.ts';
 import type { OutputItem, ResponseObject, ResponsesRequest, ResponseUsage } from './responses-schemas.ts';
 
 /** An id with OpenAI's prefix for its kind (`resp`, `msg`, `fc`). */
@@ -13,7 +14,7 @@ export function responseUsage(usage: ChatUsage | null | undefined): ResponseUsag
   if (!usage) return null;
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: (usage.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0 },
     output_tokens: usage.completion_tokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: usage.total_tokens,
@@ -35,7 +36,7 @@ export function startResponse(id: string, body: ResponsesRequest, model: string)
     output: [],
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     previous_response_id: body.previous_response_id ?? null,
-    reasoning: { effort: null, summary: null },
+    reasoning: { effort: body.reasoning?.effort ?? null, summary: body.reasoning?.summary ?? null },
     store: body.store ?? true,
     temperature: body.temperature ?? 1,
     text: { format: body.text?.format ?? { type: 'text' } },
@@ -65,23 +66,53 @@ function messageItem(id: string, text: string, status: 'in_progress' | 'complete
   return { type: 'message', id, status, role: 'assistant', content: status === 'completed' ? [{ type: 'output_text', text, annotations: [], logprobs: [] }] : [] };
 }
 
-function callItem(id: string, call: ChatToolCall, status: 'in_progress' | 'completed'): OutputItem {
-  return { type: 'function_call', id, call_id: call.id, name: call.function.name, arguments: status === 'completed' ? call.function.arguments : '', status };
+/** The text input of a custom tool's call: the `input` argument of the function it was sent as (the arguments as they are when they hold none). */
+function customInput(args: string): string {
+  try {
+    const parsed: unknown = JSON.parse(args);
+    const input = parsed && typeof parsed === 'object' ? (parsed as { input?: unknown }).input : undefined;
+    return typeof input === 'string' ? input : args;
+  } catch {
+    return args;
+  }
+}
+
+/** Whether the caller declared the called tool as a custom tool. */
+function isCustom(call: ChatToolCall, declared: DeclaredTools): boolean {
+  return declared.get(call.function.name)?.kind === 'custom';
+}
+
+/** A tool call as the item the caller declared it as: a custom_tool_call, else a function_call (with its namespace). */
+function callItem(id: string, call: ChatToolCall, status: 'in_progress' | 'completed', declared: DeclaredTools): OutputItem {
+  const tool = declared.get(call.function.name);
+  const namespace = tool?.namespace ? { namespace: tool.namespace } : {};
+  const done = status === 'completed';
+  if (tool?.kind === 'custom') return { type: 'custom_tool_call', id, call_id: call.id, name: call.function.name, input: done ? customInput(call.function.arguments) : '', status, ...namespace };
+  return { type: 'function_call', id, call_id: call.id, name: call.function.name, arguments: done ? call.function.arguments : '', status, ...namespace };
+}
+
+/** The id prefix of an output item of a call. */
+function callPrefix(call: ChatToolCall, declared: DeclaredTools): string {
+  return isCustom(call, declared) ? 'ctc' : 'fc';
 }
 
 /** The output items of a non-streamed completion: its text as a message, then its tool calls. */
-export function completionOutput(completion: ChatCompletion): OutputItem[] {
+export function completionOutput(completion: ChatCompletion, declared: DeclaredTools): OutputItem[] {
   const message = completion.choices[0]?.message;
   const output: OutputItem[] = [];
   if (message?.content) output.push(messageItem(itemId('msg'), message.content, 'completed'));
-  for (const call of message?.tool_calls ?? []) output.push(callItem(itemId('fc'), call, 'completed'));
+  for (const call of message?.tool_calls ?? []) output.push(callItem(itemId(callPrefix(call, declared)), call, 'completed', declared));
   return output;
 }
 
 /** The assistant's turn as the conversation keeps it, for a later previous_response_id. */
 export function replyMessage(output: OutputItem[]): ChatInputMessage {
   const text = output.flatMap((item) => (item.type === 'message' ? item.content.map((c) => c.text) : [])).join('');
-  const calls = output.flatMap((item) => (item.type === 'function_call' ? [{ id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } }] : []));
+  const calls = output.flatMap((item) => {
+    if (item.type === 'function_call') return [{ id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: item.arguments } }];
+    if (item.type === 'custom_tool_call') return [{ id: item.call_id, type: 'function' as const, function: { name: item.name, arguments: JSON.stringify({ input: item.input }) } }];
+    return [];
+  });
   return { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) };
 }
 
@@ -97,8 +128,10 @@ type OpenItem = { kind: 'message'; id: string; index: number; text: string } | {
 /**
  * Turns chat chunks into Responses events: response.created and in_progress, then for each
  * item output_item.added, its deltas and done events (content_part for a message,
- * function_call_arguments for a call), output_item.done, and at the end response.completed (or
- * incomplete) with the whole response. One item is open at a time; the next one closes it.
+ * function_call_arguments for a function call; a custom tool's input, known only once its
+ * arguments are complete, as one custom_tool_call_input delta), output_item.done, and at the end
+ * response.completed (or incomplete) with the whole response. One item is open at a time; the
+ * next one closes it.
  */
 export class ResponseEventStream {
   private readonly output: OutputItem[] = [];
@@ -106,7 +139,10 @@ export class ResponseEventStream {
   private finish: ChatFinishReason | null = null;
   private usage: ChatUsage | null | undefined;
 
-  constructor(private readonly response: ResponseObject) {}
+  constructor(
+    private readonly response: ResponseObject,
+    private readonly declared: DeclaredTools,
+  ) {}
 
   start(): ResponseEvent[] {
     return [{ type: 'response.created', response: this.response }, { type: 'response.in_progress', response: this.response }];
@@ -135,15 +171,15 @@ export class ResponseEventStream {
       if (this.open?.kind !== 'call' || this.open.chatIndex !== piece.index) {
         events.push(...this.close());
         const call: ChatToolCall = { id: piece.id ?? itemId('call'), type: 'function', function: { name: piece.function?.name ?? '', arguments: '' } };
-        const open: OpenItem = { kind: 'call', id: itemId('fc'), index: this.output.length, call, chatIndex: piece.index };
+        const open: OpenItem = { kind: 'call', id: itemId(callPrefix(call, this.declared)), index: this.output.length, call, chatIndex: piece.index };
         this.open = open;
-        events.push({ type: 'response.output_item.added', output_index: open.index, item: callItem(open.id, call, 'in_progress') });
+        events.push({ type: 'response.output_item.added', output_index: open.index, item: callItem(open.id, call, 'in_progress', this.declared) });
       }
       const open = this.open as Extract<OpenItem, { kind: 'call' }>;
       const args = piece.function?.arguments;
       if (args) {
         open.call.function.arguments += args;
-        events.push({ type: 'response.function_call_arguments.delta', item_id: open.id, output_index: open.index, delta: args });
+        if (!isCustom(open.call, this.declared)) events.push({ type: 'response.function_call_arguments.delta', item_id: open.id, output_index: open.index, delta: args });
       }
     }
     return events;
@@ -176,8 +212,15 @@ export class ResponseEventStream {
         { type: 'response.output_item.done', output_index: open.index, item },
       ];
     }
-    const item = callItem(open.id, open.call, 'completed');
+    const item = callItem(open.id, open.call, 'completed', this.declared);
     this.output.push(item);
+    if (item.type === 'custom_tool_call') {
+      return [
+        { type: 'response.custom_tool_call_input.delta', item_id: open.id, output_index: open.index, delta: item.input },
+        { type: 'response.custom_tool_call_input.done', item_id: open.id, output_index: open.index, input: item.input },
+        { type: 'response.output_item.done', output_index: open.index, item },
+      ];
+    }
     return [
       { type: 'response.function_call_arguments.done', item_id: open.id, output_index: open.index, arguments: open.call.function.arguments, name: open.call.function.name },
       { type: 'response.output_item.done', output_index: open.index, item },

@@ -1,6 +1,6 @@
 /**
  * OpenAI's Responses API as /openai/v1/responses takes it: the request body (input items,
- * instructions, function tools) and the response object it answers.
+ * instructions, tools of every type) and the response object it answers.
  */
 import { Type, type TSchema } from 'typebox';
 
@@ -8,12 +8,12 @@ type Schema = Record<string, unknown>;
 const raw = (schema: Schema): TSchema => schema as TSchema;
 const text: Schema = { type: 'string' };
 
-/** A content part of an input message (and the output parts an earlier answer echoes back). */
+/** A content part of an input message (and the output parts an earlier answer echoes back); a part of another type is dropped with a warning. */
 const InputPart: Schema = {
   type: 'object',
   required: ['type'],
   properties: {
-    type: { type: 'string', enum: ['input_text', 'input_image', 'input_file', 'output_text', 'refusal'] },
+    type: text,
     text,
     image_url: text,
     file_id: text,
@@ -30,45 +30,67 @@ const InputPart: Schema = {
   ],
 };
 
-/** An input item: a message (type omitted or `message`), a function call an earlier answer made, its output, or a reasoning item (ignored). */
+/** What an item of `type` (given) must hold; the fields of other item types are not checked against it. */
+const itemOfType = (type: string, required: string[], properties: Record<string, Schema>): Schema => ({ if: { properties: { type: { const: type } }, required: ['type'] }, then: { required, properties } });
+
+const callId: Schema = { type: 'string', minLength: 1 };
+const toolOutput: Schema = { type: ['string', 'array'], items: InputPart };
+
+/**
+ * An input item: a message (type omitted or `message`), a call an earlier answer made (function,
+ * custom tool, local shell) or its output, a reasoning item; any other type OpenAI defines is
+ * accepted too (dropped with a warning where the target cannot read it). `id` may be present or not.
+ */
 const InputItem: Schema = {
   type: 'object',
-  properties: {
-    type: { type: 'string', enum: ['message', 'function_call', 'function_call_output', 'reasoning'] },
-    role: { type: 'string', enum: ['user', 'assistant', 'system', 'developer'] },
-    content: { type: ['string', 'array'], items: InputPart },
-    call_id: { type: 'string', minLength: 1 },
-    name: text,
-    arguments: text,
-    output: { type: ['string', 'array'], items: InputPart },
-  },
+  properties: { type: text, id: { type: ['string', 'null'] } },
   allOf: [
-    { if: { properties: { type: { const: 'function_call' } }, required: ['type'] }, then: { required: ['call_id', 'name', 'arguments'] } },
-    { if: { properties: { type: { const: 'function_call_output' } }, required: ['type'] }, then: { required: ['call_id', 'output'] } },
-    { if: { anyOf: [{ not: { required: ['type'] } }, { properties: { type: { const: 'message' } } }] }, then: { required: ['role', 'content'] } },
+    itemOfType('function_call', ['call_id', 'name', 'arguments'], { call_id: callId, name: text, arguments: text, namespace: text }),
+    itemOfType('function_call_output', ['call_id', 'output'], { call_id: callId, output: toolOutput }),
+    itemOfType('custom_tool_call', ['call_id', 'name', 'input'], { call_id: callId, name: text, input: text, namespace: text }),
+    itemOfType('custom_tool_call_output', ['call_id', 'output'], { call_id: callId, output: toolOutput }),
+    itemOfType('local_shell_call', ['action'], { call_id: callId, action: { type: 'object' } }),
+    itemOfType('local_shell_call_output', ['output'], { call_id: callId, output: text }),
+    itemOfType('reasoning', [], { encrypted_content: { type: ['string', 'null'] } }),
+    {
+      if: { anyOf: [{ not: { required: ['type'] } }, { properties: { type: { const: 'message' } } }] },
+      then: { required: ['role', 'content'], properties: { role: { type: 'string', enum: ['user', 'assistant', 'system', 'developer'] }, content: { type: ['string', 'array'], items: InputPart } } },
+    },
   ],
 };
 
-/** A tool: function tools are flat (`{type, name, parameters}`); hosted tools are named by type and refused. */
+const toolName: Schema = { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' };
+
+/**
+ * A tool. `function` (flat: `{type, name, parameters}`), `custom` (freeform text input) and
+ * `namespace` (a group of function and custom tools) are the caller's; `mcp` and hosted tools
+ * (web_search, file_search, local_shell, code_interpreter, image_generation, …) are run by the
+ * upstream, and any other type is accepted as such.
+ */
 const Tool: Schema = {
   type: 'object',
   required: ['type'],
   properties: {
     type: text,
-    name: { type: 'string', pattern: '^[A-Za-z0-9_-]{1,64}$' },
+    name: toolName,
     description: { type: ['string', 'null'] },
     parameters: { type: ['object', 'null'] },
     strict: { type: ['boolean', 'null'] },
+    format: { type: ['object', 'null'] },
+    tools: { type: 'array', items: { type: 'object', required: ['type'], properties: { type: text, name: toolName } } },
   },
-  if: { properties: { type: { const: 'function' } } },
-  then: { required: ['name'] },
+  allOf: [
+    { if: { properties: { type: { enum: ['function', 'custom'] } } }, then: { required: ['name'] } },
+    { if: { properties: { type: { const: 'namespace' } } }, then: { required: ['name', 'tools'] } },
+  ],
 };
 
+/** `none`, `auto`, `required`, or an object: a function or custom tool by name, allowed_tools, a hosted tool's type. */
 const ToolChoice: Schema = {
   type: ['string', 'object'],
   if: { type: 'string' },
   then: { enum: ['none', 'auto', 'required'] },
-  else: { required: ['type'], properties: { type: text, name: text } },
+  else: { required: ['type'], properties: { type: text, name: text, mode: text } },
 };
 
 const TextFormat: Schema = {
@@ -88,16 +110,21 @@ export const ResponsesBody = Type.Unsafe<ResponsesRequest>(Type.Object({
   max_output_tokens: Type.Optional(raw({ type: ['integer', 'null'], minimum: 1 })),
   temperature: Type.Optional(raw({ type: ['number', 'null'], minimum: 0, maximum: 2 })),
   top_p: Type.Optional(raw({ type: ['number', 'null'], minimum: 0, maximum: 1 })),
-  text: Type.Optional(raw({ type: ['object', 'null'], properties: { format: TextFormat } })),
+  text: Type.Optional(raw({ type: ['object', 'null'], properties: { format: TextFormat, verbosity: { type: ['string', 'null'] } } })),
   stream: Type.Optional(raw({ type: ['boolean', 'null'], description: 'default false: one response object' })),
   store: Type.Optional(raw({ type: ['boolean', 'null'], description: 'default true: kept for previous_response_id and GET' })),
   metadata: Type.Optional(raw({ type: ['object', 'null'], additionalProperties: { type: 'string' } })),
   user: Type.Optional(Type.String()),
-  // reasoning, include, truncation, service_tier and the like are accepted and have no effect.
+  reasoning: Type.Optional(raw({ type: ['object', 'null'], description: 'passed through; not sent to other upstreams' })),
+  include: Type.Optional(raw({ type: ['array', 'null'], items: text, description: 'passed through; reasoning.encrypted_content never leaves the gateway for other upstreams' })),
+  prompt_cache_key: Type.Optional(raw({ type: ['string', 'null'], description: 'passed through; the cache key of a chat call otherwise' })),
+  client_metadata: Type.Optional(raw({ type: ['object', 'null'], description: 'passed through; not sent to other upstreams' })),
+  // truncation, service_tier and any other field are accepted: passed through, else without effect.
 }, { additionalProperties: true }));
 
 export interface InputPartBody {
-  type: 'input_text' | 'input_image' | 'input_file' | 'output_text' | 'refusal';
+  /** input_text, input_image, input_file, output_text, refusal, or another OpenAI part type. */
+  type: string;
   text?: string;
   image_url?: string;
   file_id?: string;
@@ -109,13 +136,22 @@ export interface InputPartBody {
 }
 
 export interface InputItemBody {
-  type?: 'message' | 'function_call' | 'function_call_output' | 'reasoning';
+  /** Absent for a message; message, function_call, custom_tool_call, local_shell_call (and their outputs), reasoning, or another OpenAI item type. */
+  type?: string;
+  id?: string | null;
   role?: 'user' | 'assistant' | 'system' | 'developer';
   content?: string | InputPartBody[];
   call_id?: string;
   name?: string;
+  namespace?: string;
   arguments?: string;
+  /** A custom tool call's text input. */
+  input?: string;
   output?: string | InputPartBody[];
+  /** A local shell call's command (`{type: "exec", command: [...]}`). */
+  action?: Record<string, unknown>;
+  encrypted_content?: string | null;
+  [field: string]: unknown;
 }
 
 export interface ToolBody {
@@ -124,9 +160,14 @@ export interface ToolBody {
   description?: string | null;
   parameters?: Record<string, unknown> | null;
   strict?: boolean | null;
+  /** A custom tool's input format (text, or a grammar). */
+  format?: Record<string, unknown> | null;
+  /** A namespace's function and custom tools. */
+  tools?: ToolBody[];
+  [field: string]: unknown;
 }
 
-export type ToolChoiceBody = 'none' | 'auto' | 'required' | { type: string; name?: string };
+export type ToolChoiceBody = 'none' | 'auto' | 'required' | { type: string; name?: string; mode?: string; [field: string]: unknown };
 
 export interface TextFormatBody {
   type: 'text' | 'json_object' | 'json_schema';
@@ -148,18 +189,23 @@ export interface ResponsesRequest {
   max_output_tokens?: number | null;
   temperature?: number | null;
   top_p?: number | null;
-  text?: { format?: TextFormatBody } | null;
+  text?: { format?: TextFormatBody; verbosity?: string | null } | null;
   stream?: boolean | null;
   store?: boolean | null;
   metadata?: Record<string, string> | null;
   user?: string;
+  reasoning?: { effort?: string | null; summary?: string | null; [field: string]: unknown } | null;
+  include?: string[] | null;
+  prompt_cache_key?: string | null;
+  client_metadata?: Record<string, unknown> | null;
   [other: string]: unknown;
 }
 
 /** An output item of a response. */
 export type OutputItem =
   | { type: 'message'; id: string; status: 'in_progress' | 'completed'; role: 'assistant'; content: { type: 'output_text'; text: string; annotations: unknown[]; logprobs?: unknown[] }[] }
-  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'in_progress' | 'completed' };
+  | { type: 'function_call'; id: string; call_id: string; name: string; arguments: string; status: 'in_progress' | 'completed'; namespace?: string }
+  | { type: 'custom_tool_call'; id: string; call_id: string; name: string; input: string; status: 'in_progress' | 'completed'; namespace?: string };
 
 export interface ResponseUsage {
   input_tokens: number;
@@ -183,7 +229,7 @@ export interface ResponseObject {
   output: OutputItem[];
   parallel_tool_calls: boolean;
   previous_response_id: string | null;
-  reasoning: { effort: null; summary: null };
+  reasoning: { effort: string | null; summary: string | null };
   store: boolean;
   temperature: number;
   text: { format: TextFormatBody };

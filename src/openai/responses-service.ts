@@ -1,43 +1,70 @@
 /**
- * OpenAI's Responses API over the chat service: the input items and instructions become chat
- * messages after the conversation of previous_response_id, the answer becomes the response
- * object (or its events), and a stored response keeps its conversation for the next turn.
+ * OpenAI's Responses API over the chat service. A model whose upstream serves the Responses API
+ * gets the request as it came, and its answer or events go back unchanged; for any other, the
+ * input items and instructions become chat messages after the conversation of
+ * previous_response_id, the answer becomes the response object (or its events), and a stored
+ * response keeps its conversation for the next turn.
  */
 import type { ChatService } from '../chat/chat-service.ts';
 import type { ChatInputMessage } from '../core/chat-input.ts';
 import { ApiError } from '../core/errors.ts';
+import type { ChatUsage, ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
 import type { OpenAiResponsesRepo } from '../storage/repos/openai-responses-repo.ts';
 import { chatParams, inputMessages } from './responses-input.ts';
 import { completionOutput, finishResponse, itemId, replyMessage, ResponseEventStream, startResponse, type ResponseEvent } from './responses-output.ts';
 import type { ResponseObject, ResponsesRequest } from './responses-schemas.ts';
 
-export type ResponsesOutcome =
+export type ResponsesOutcome = (
   | { kind: 'response'; response: ResponseObject }
   /** The events in order; the iteration throws when the model fails midway, and `failed` is then the last event to send. */
-  | { kind: 'stream'; events: AsyncIterable<ResponseEvent>; failed(code: string, message: string): ResponseEvent };
+  | { kind: 'stream'; events: AsyncIterable<ResponseEvent>; failed(code: string, message: string): ResponseEvent }
+  /** The upstream's response object, as its JSON text came. */
+  | { kind: 'upstream-response'; text: string; usage: ChatUsage | undefined }
+  /** The upstream's events as they came; the iteration throws when the upstream fails midway. */
+  | { kind: 'upstream-stream'; events: AsyncIterable<UpstreamResponsesEvent> }
+) & {
+  /** The model, provider and channel that took the call. */
+  route?: ServedRoute;
+  /** What the translation for a chat model dropped (tools, items), one line each. */
+  warnings: string[];
+};
 
 export class OpenAiResponsesService {
   constructor(private readonly deps: { chat: ChatService; store: OpenAiResponsesRepo }) {}
 
   async create(body: ResponsesRequest, ownerId: string, signal: AbortSignal): Promise<ResponsesOutcome> {
-    const history = body.previous_response_id ? await this.history(ownerId, body.previous_response_id) : [];
-    const added = inputMessages(body.input);
-    const messages: ChatInputMessage[] = [...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []), ...history, ...added];
+    const warnings: string[] = [];
+    const { params, declared } = chatParams(body, warnings);
     const stream = body.stream === true;
-    const outcome = await this.deps.chat.start({ model: body.model, messages, stream, ...chatParams(body) }, ownerId, signal);
+    let history: ChatInputMessage[] = [];
+    let added: ChatInputMessage[] = [];
+    // Read only for a chat model: an upstream that serves the Responses API keeps its own conversations.
+    const messages = async (): Promise<ChatInputMessage[]> => {
+      history = body.previous_response_id ? await this.history(ownerId, body.previous_response_id) : [];
+      added = inputMessages(body.input, warnings);
+      return [...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []), ...history, ...added];
+    };
+    const outcome = await this.deps.chat.respond({ model: body.model, body, stream, params, messages }, ownerId, signal);
+    const route = outcome.route ? { route: outcome.route } : {};
+
+    if (outcome.kind === 'upstream') {
+      const { answer } = outcome;
+      if (answer.kind === 'stream') return { kind: 'upstream-stream', events: answer.events, warnings: [], ...route };
+      return { kind: 'upstream-response', text: answer.text, usage: answer.usage, warnings: [], ...route };
+    }
+
     const started = startResponse(itemId('resp'), body, body.model);
     const keep = async (response: ResponseObject) => {
       if (body.store !== false) await this.deps.store.insert(ownerId, response.id, { messages: [...history, ...added, replyMessage(response.output)], response: response as unknown as Record<string, unknown> });
     };
-
     if (outcome.kind === 'completion') {
       const { completion } = outcome;
-      const response = finishResponse(started, completionOutput(completion), completion.choices[0]?.finish_reason ?? null, completion.usage);
+      const response = finishResponse(started, completionOutput(completion, declared), completion.choices[0]?.finish_reason ?? null, completion.usage);
       await keep(response);
-      return { kind: 'response', response };
+      return { kind: 'response', response, warnings, ...route };
     }
     const { chunks } = outcome;
-    const events = new ResponseEventStream(started);
+    const events = new ResponseEventStream(started, declared);
     async function* all(): AsyncGenerator<ResponseEvent> {
       yield* events.start();
       for await (const chunk of chunks) yield* events.chunk(chunk);
@@ -45,7 +72,7 @@ export class OpenAiResponsesService {
       await keep(end.response);
       yield* end.events;
     }
-    return { kind: 'stream', events: all(), failed: (code, message) => events.fail(code, message) };
+    return { kind: 'stream', events: all(), failed: (code, message) => events.fail(code, message), warnings, ...route };
   }
 
   /** The conversation a stored response of the caller ends. */

@@ -36,7 +36,7 @@ export async function* sseData(body: Readable): AsyncGenerator<string> {
 }
 
 /** What a failure of the upstream connection after the start means for the caller. */
-function midStreamError(provider: string, err: Error, timeoutMs: number): ApiError {
+export function midStreamError(provider: string, err: Error, timeoutMs: number): ApiError {
   if ((err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT') return new ApiError('upstream_timeout', `${provider} sent nothing for ${timeoutMs} ms in the middle of the stream`);
   return new ApiError('upstream_error', `${provider} stream broke off: ${err.message}`);
 }

@@ -26,7 +26,7 @@ import { createRerankModel } from './cohere/adapter.ts';
 import { LocalEmbeddingModel, LocalRerankModel } from './local/text/local-text-models.ts';
 import { LocalTranscriptionModel } from './local/audio/local-transcription-model.ts';
 import { ApiError } from '../core/errors.ts';
-import { TaskRejectedError, type ChatModel, type EmbeddingModel, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
+import { TaskRejectedError, type ChatCallOptions, type ChatModel, type EmbeddingModel, type ResponsesCall, type RoutedResponses, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
 import { channelSpecs } from '../config/channel-config.ts';
 
@@ -139,6 +139,8 @@ export function createEngineRegistry(settings: Settings, logger: Logger): Engine
 /** Which chat model answers a catalog model's chat calls. */
 export interface ChatModelRegistry {
   chatModelFor(model: LiveModel): ChatModel;
+  /** Routes a Responses call: passed through where the upstream serves the Responses API for the model, else a chat call. */
+  respond(call: ResponsesCall, options: ChatCallOptions): Promise<RoutedResponses>;
 }
 
 /** The chat model behind each channel. */

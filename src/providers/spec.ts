@@ -255,7 +255,53 @@ export interface ChatModel {
    * end with a usage chunk. A failure after the start is thrown by the iteration.
    */
   stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>>;
+  /** OpenAI's Responses API as the upstream itself serves it (the `openai` adapter); absent when it does not. */
+  responses?: ResponsesApi;
 }
+
+// ---- OpenAI's Responses API passed through to an upstream that serves it ----
+
+/** One event of an upstream's Responses stream: its type and its data as the upstream sent it. */
+export interface UpstreamResponsesEvent {
+  type: string;
+  data: string;
+  /** The usage of the response this event ends (response.completed, incomplete or failed). */
+  usage?: ChatUsage;
+}
+
+/** An upstream's Responses answer, unchanged. */
+export type UpstreamResponses =
+  /** The response object's JSON text as sent, and its usage. */
+  | { kind: 'response'; text: string; usage: ChatUsage | undefined }
+  /** The events; the iteration throws (an ApiError) when the upstream fails midway or stops before the response ends. */
+  | { kind: 'stream'; events: AsyncIterable<UpstreamResponsesEvent> };
+
+/** An upstream's own /responses. Failures are ApiErrors, as ChatModel's. */
+export interface ResponsesApi {
+  /** Sends the caller's body with only `model` replaced by the model's upstream name (`stream` as the body says). */
+  respond(model: LiveModel, body: Record<string, unknown>, options: ChatCallOptions): Promise<UpstreamResponses>;
+}
+
+/**
+ * A Responses call routed over a model's channels: sent as it came to a channel whose upstream
+ * serves the Responses API for that model, else made as a chat call.
+ */
+export interface ResponsesCall {
+  model: LiveModel;
+  /** The caller's body. */
+  body: Record<string, unknown>;
+  stream: boolean;
+  /** The chat parameters the body translates to (fitted to a fallback model like a chat call's). */
+  params: ChatParams;
+  /** The conversation as chat messages, read when a target needs it (once). */
+  messages(): Promise<ChatMessage[]>;
+}
+
+/** How a routed Responses call was answered. */
+export type RoutedResponses =
+  | { kind: 'upstream'; answer: UpstreamResponses }
+  | { kind: 'completion'; completion: ChatCompletion }
+  | { kind: 'stream'; chunks: AsyncIterable<ChatChunk> };
 
 // ---- Embeddings, transcription and rerank: synchronous calls, like chat ----
 

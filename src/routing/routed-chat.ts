@@ -4,18 +4,31 @@
  * a failure ends it with that error (the caller's route sends an error event, never [DONE]).
  */
 import type { LiveModel } from '../catalog/catalog.ts';
+import { languageCapabilityOf } from '../catalog/capabilities.ts';
 import type { ChannelChatModels, ChatModelRegistry } from '../providers/registry.ts';
-import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../providers/spec.ts';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest, ResponsesCall, RoutedResponses, UpstreamResponses, UpstreamResponsesEvent } from '../providers/spec.ts';
 import type { Channel } from './channel.ts';
 import type { ChannelRouter, RouteOutcome, RouteTarget } from './router.ts';
 import { translateChatParams } from './translate.ts';
 
 /** A stream whose first chunk came: the rest follows from the same channel. */
-interface StartedStream {
-  first: IteratorResult<ChatChunk>;
-  rest: AsyncIterator<ChatChunk>;
+interface StartedStream<T = ChatChunk> {
+  first: IteratorResult<T>;
+  rest: AsyncIterator<T>;
   channel: Channel;
   release(): void;
+}
+
+/** What one attempt of a Responses call got: a whole answer, or a stream started on its channel. */
+type RespondAttempt =
+  | { kind: 'upstream'; answer: Extract<UpstreamResponses, { kind: 'response' }> }
+  | { kind: 'completion'; completion: ChatCompletion }
+  | { kind: 'upstream-stream'; started: StartedStream<UpstreamResponsesEvent> }
+  | { kind: 'stream'; started: StartedStream };
+
+/** Whether the model's catalog entry lists OpenAI's Responses API among its text_generate.supportedApiProtocols. */
+function listsResponses(model: LiveModel): boolean {
+  return languageCapabilityOf(model)?.supportedApiProtocols?.includes('responses') ?? false;
 }
 
 class RoutedChatModel implements ChatModel {
@@ -43,17 +56,51 @@ class RoutedChatModel implements ChatModel {
   }
 
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
-    const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, async (target): Promise<StartedStream> => {
+    const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, async (target) => {
       const [model, routed] = this.on(target, request);
-      const rest = (await model.stream(routed, { signal: target.signal }))[Symbol.asyncIterator]();
-      // A failure before the first chunk still moves the call to another channel.
-      const first = await rest.next();
-      return { first, rest, channel: target.channel, release: target.hold() };
+      return this.started(await model.stream(routed, { signal: target.signal }), target);
     });
     return this.relay(this.served(outcome, options), options.signal);
   }
 
-  private async *relay(stream: StartedStream, signal: AbortSignal): AsyncGenerator<ChatChunk> {
+  /**
+   * A Responses call: on a target whose channel serves the Responses API and whose model lists
+   * it, the caller's body as it came; on any other, the chat call it translates to.
+   */
+  async respond(call: ResponsesCall, options: ChatCallOptions): Promise<RoutedResponses> {
+    let messages: Promise<ChatRequest['messages']> | undefined;
+    const outcome = await this.router.route({ model: call.model, input: call.params, translate: translateChatParams, signal: options.signal }, async (target): Promise<RespondAttempt> => {
+      const channelModel = this.models.chatModelOn(target.model.providerCode, target.channel.name);
+      const callOptions = { signal: target.signal };
+      if (channelModel.responses && listsResponses(target.model)) {
+        const answer = await channelModel.responses.respond(target.model, call.body, callOptions);
+        if (answer.kind === 'response') return { kind: 'upstream', answer };
+        return { kind: 'upstream-stream', started: await this.started(answer.events, target) };
+      }
+      messages ??= call.messages();
+      const request: ChatRequest = { model: target.model, messages: await messages, params: target.input };
+      if (!call.stream) return { kind: 'completion', completion: await channelModel.complete(request, callOptions) };
+      return { kind: 'stream', started: await this.started(await channelModel.stream(request, callOptions), target) };
+    });
+    const attempt = this.served(outcome, options);
+    switch (attempt.kind) {
+      case 'upstream-stream':
+        return { kind: 'upstream', answer: { kind: 'stream', events: this.relay(attempt.started, options.signal) } };
+      case 'stream':
+        return { kind: 'stream', chunks: this.relay(attempt.started, options.signal) };
+      default:
+        return attempt;
+    }
+  }
+
+  /** A stream's first item read on its channel: a failure before it still moves the call to another channel. */
+  private async started<T>(stream: AsyncIterable<T>, target: RouteTarget<ChatParams>): Promise<StartedStream<T>> {
+    const rest = stream[Symbol.asyncIterator]();
+    const first = await rest.next();
+    return { first, rest, channel: target.channel, release: target.hold() };
+  }
+
+  private async *relay<T>(stream: StartedStream<T>, signal: AbortSignal): AsyncGenerator<T> {
     try {
       for (let next = stream.first; !next.done; next = await stream.rest.next()) yield next.value;
     } catch (err) {
@@ -68,7 +115,7 @@ class RoutedChatModel implements ChatModel {
 
 /** The chat model of every catalog model: one that routes each call over its model's channels. */
 export class RoutedChatModels implements ChatModelRegistry {
-  private readonly routed: ChatModel;
+  private readonly routed: RoutedChatModel;
 
   constructor(router: ChannelRouter, models: ChannelChatModels) {
     this.routed = new RoutedChatModel(router, models);
@@ -76,5 +123,9 @@ export class RoutedChatModels implements ChatModelRegistry {
 
   chatModelFor(_model: LiveModel): ChatModel {
     return this.routed;
+  }
+
+  respond(call: ResponsesCall, options: ChatCallOptions): Promise<RoutedResponses> {
+    return this.routed.respond(call, options);
   }
 }

@@ -17,6 +17,8 @@ export type Behaviour =
   | { kind: 'reply'; content: string }
   /** A tool call (streamed in pieces when streaming), finish_reason tool_calls. */
   | { kind: 'tool_call'; name: string; arguments: string }
+  /** A normal answer reporting the last line of the latest tool message: `Tool output: <line>`. */
+  | { kind: 'read_tool_output' }
   /** An error answer before any stream byte, OpenAI's error body unless `body` is given. */
   | { kind: 'status'; status: number; headers?: Record<string, string>; message?: string; body?: string }
   /** Streams `afterChunks` content chunks, then destroys the connection. */
@@ -114,7 +116,9 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
     const model = `${String(body.model)}-2025-01-01`;
     const messages = (body.messages as { role: string; content: unknown }[]) ?? [];
     const lastUser = [...messages].reverse().find((m) => m.role === 'user');
-    const content = behaviour?.kind === 'reply' ? behaviour.content : `Echo: ${textOf(lastUser?.content)}`;
+    const lastTool = [...messages].reverse().find((m) => m.role === 'tool');
+    const toolLines = textOf(lastTool?.content).split('\n').map((line) => line.trim()).filter(Boolean);
+    const content = behaviour?.kind === 'reply' ? behaviour.content : behaviour?.kind === 'read_tool_output' ? `Tool output: ${toolLines[toolLines.length - 1] ?? ''}` : `Echo: ${textOf(lastUser?.content)}`;
     const promptTokens = messages.reduce((sum, m) => sum + tokens(textOf(m.content)), 0);
     const toolCall = behaviour?.kind === 'tool_call' ? { id: 'call_fake1', type: 'function', function: { name: behaviour.name, arguments: behaviour.arguments } } : undefined;
     const completionTokens = toolCall ? tokens(`${toolCall.function.name} ${toolCall.function.arguments}`) : tokens(content);

@@ -16,10 +16,17 @@ import { embeddingRoutes } from './embeddings.ts';
 import { imageEditReader } from './image-edits.ts';
 import { ImagesEditJsonBody } from '../../endpoints/images.ts';
 import type { AppServices } from '../services.ts';
+import type { ChatUsage } from '../../providers/spec.ts';
 import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from '../../openai/images.ts';
-import { ResponsesBody } from '../../openai/responses-schemas.ts';
+import type { ResponseEvent } from '../../openai/responses-output.ts';
+import { ResponsesBody, type ResponseObject } from '../../openai/responses-schemas.ts';
 
 const security = [{ bearer: [] }];
+
+/** The warnings as one header value: `; `-separated, anything but printable ASCII (the caller's own names) as `?`. */
+function warningsHeader(warnings: string[]): string {
+  return warnings.join('; ').replace(/[^\x20-\x7e]/g, '?');
+}
 
 export const OPENAI_PREFIX = '/openai/v1';
 
@@ -71,7 +78,8 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     schema: {
       tags: ['openai'],
       summary: 'OpenAI\'s Responses API: one response object, or its events with stream: true',
-      description: 'Input items (messages with input_text, input_image, input_file parts; function_call and function_call_output), instructions, function tools, previous_response_id over stored responses. ' +
+      description: 'Input items (messages of roles user, assistant, system, developer with input_text, input_image, input_file parts; function_call, custom_tool_call, local_shell_call and their outputs; reasoning), instructions, tools of every type (function, custom, namespace, mcp, hosted), previous_response_id over stored responses. ' +
+        'A model whose upstream serves the Responses API (adapter openai, supportedApiProtocols holding responses) gets the request as it came and its answer or events come back unchanged; for any other, function, custom and namespace tools become function calling, and what cannot be sent (hosted tools, reasoning items) is dropped and named in `x-gengate-warnings`. ' +
         'Streaming: `event:` + `data:` frames, each with a sequence_number, ending with response.completed (or response.incomplete, response.failed); no [DONE].',
       security,
       body: ResponsesBody,
@@ -79,20 +87,59 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
     const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal);
-    if (outcome.kind === 'response') return outcome.response;
-    reply.hijack();
-    const sse = new SseWriter(reply.raw, reply.getHeaders());
-    let sequence = 0;
-    const send = (event: { type: string }) => sse.send(JSON.stringify({ ...event, sequence_number: sequence++ }), event.type);
-    try {
-      for await (const event of outcome.events) await send(event);
-      sse.end();
-    } catch (err) {
-      if (signal.aborted) return;
-      const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
-      request.log.warn({ err, code: error.code }, 'responses stream failed after it started');
-      await send(outcome.failed(error.code, error.message));
-      sse.end();
+    if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
+    if (outcome.warnings.length > 0) reply.header('x-gengate-warnings', warningsHeader(outcome.warnings));
+    const recordUsage = (usage: { input_tokens: number; output_tokens: number } | null | undefined) => {
+      if (usage) request.ctx.recordUsage(usage.input_tokens, usage.output_tokens);
+    };
+    const recordChatUsage = (usage: ChatUsage | undefined) => {
+      if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+    };
+    switch (outcome.kind) {
+      case 'response':
+        recordUsage(outcome.response.usage);
+        return outcome.response;
+      case 'upstream-response':
+        recordChatUsage(outcome.usage);
+        return reply.type('application/json; charset=utf-8').send(outcome.text);
+      case 'upstream-stream': {
+        reply.hijack();
+        const sse = new SseWriter(reply.raw, reply.getHeaders());
+        let sent = 0;
+        try {
+          for await (const event of outcome.events) {
+            recordChatUsage(event.usage);
+            await sse.send(event.data, event.type);
+            sent++;
+          }
+        } catch (err) {
+          if (signal.aborted) return;
+          const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
+          request.log.warn({ err, code: error.code }, 'responses stream failed after it started');
+          // OpenAI's own stream error event, numbered after the upstream's events.
+          await sse.send(JSON.stringify({ type: 'error', code: error.code, message: error.message, param: null, sequence_number: sent }), 'error');
+        }
+        sse.end();
+        return;
+      }
+      case 'stream': {
+        reply.hijack();
+        const sse = new SseWriter(reply.raw, reply.getHeaders());
+        let sequence = 0;
+        const send = (event: ResponseEvent) => sse.send(JSON.stringify({ ...event, sequence_number: sequence++ }), event.type);
+        try {
+          for await (const event of outcome.events) {
+            if (event.type === 'response.completed' || event.type === 'response.incomplete') recordUsage((event.response as ResponseObject).usage);
+            await send(event);
+          }
+        } catch (err) {
+          if (signal.aborted) return;
+          const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
+          request.log.warn({ err, code: error.code }, 'responses stream failed after it started');
+          await send(outcome.failed(error.code, error.message));
+        }
+        sse.end();
+      }
     }
   });
 

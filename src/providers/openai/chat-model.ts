@@ -1,7 +1,8 @@
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../adapter-support.ts';
-import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest } from '../spec.ts';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest, ResponsesApi } from '../spec.ts';
+import { OpenAiResponsesApi } from './responses-api.ts';
 import { chatChunks } from './chat-stream.ts';
 import { keepable, keptJson } from '../kept-json.ts';
 import { readAnswer } from '../upstream-reply.ts';
@@ -44,10 +45,14 @@ export function chatBody(request: ChatRequest, stream: boolean): string {
 
 /** An OpenAI-compatible chat API (OpenAI, vLLM, Ollama, DeepSeek, …) behind one base URL. */
 export class OpenAiChatModel implements ChatModel {
+  readonly responses: ResponsesApi | undefined;
+
   constructor(
     private readonly transport: ChatTransport,
-    private readonly opts: { provider: string; timeoutMs: number },
-  ) {}
+    private readonly opts: { provider: string; timeoutMs: number; servesResponses?: boolean },
+  ) {
+    this.responses = opts.servesResponses ? new OpenAiResponsesApi(transport, opts) : undefined;
+  }
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
@@ -78,5 +83,7 @@ export function createOpenAiChatModel(ctx: AdapterContext): ChatModel {
     concurrency: ctx.client.concurrency!,
     retry: ctx.client.retry!,
   });
-  return new OpenAiChatModel(transport, { provider: ctx.provider, timeoutMs });
+  // Only OpenAI's own API is known to serve /responses; other OpenAI-compatible servers get chat calls.
+  const servesResponses = (ctx.settings.adapter ?? ctx.provider) === 'openai';
+  return new OpenAiChatModel(transport, { provider: ctx.provider, timeoutMs, servesResponses });
 }

@@ -44,3 +44,20 @@ export const OpenAiTranscription = replySchema(Type.Object({
     Type.Object({ type: Type.Literal('duration'), seconds: Type.Number() }),
   ])),
 }));
+
+/** The usage of a Responses API response object (input_tokens counts the cached ones too). */
+const ResponsesUsage = Type.Object({
+  input_tokens: Type.Number(),
+  output_tokens: Type.Number(),
+  total_tokens: Type.Optional(Type.Number()),
+  input_tokens_details: OptionalNullable(Type.Object({ cached_tokens: OptionalNullable(Type.Number()) })),
+});
+
+/** A Responses API response object: passed on as it came, so only its usage is read. */
+export const OpenAiResponse = replySchema(Type.Object({ usage: OptionalNullable(ResponsesUsage) }));
+
+/** A Responses API stream event: its type, and the response object of the events that carry one. */
+export const OpenAiResponsesEvent = replySchema(Type.Object({
+  type: Type.String(),
+  response: Type.Optional(Type.Object({ usage: OptionalNullable(ResponsesUsage) })),
+}));
