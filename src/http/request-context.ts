@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../auth/tokens.ts';
 import type { Admission } from '../limits/limits-service.ts';
 import type { IdempotentStart } from '../limits/idempotency.ts';
-import type { ServedRoute } from '../providers/spec.ts';
+import type { ChatUsage, ServedRoute } from '../providers/spec.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -41,8 +41,8 @@ export class RequestContext {
   }
 
   /** The usage a chat or agent call reports, for its settlement. */
-  recordUsage(inputTokens: number, outputTokens: number): void {
-    this.admission?.recordUsage(inputTokens, outputTokens);
+  recordUsage(usage: ChatUsage): void {
+    this.admission?.recordUsage(usage);
   }
 }
 

@@ -5,6 +5,7 @@
  */
 import type { ChatService } from '../chat/chat-service.ts';
 import type { ChatInputMessage } from '../core/chat-input.ts';
+import type { ChatUsage } from '../providers/spec.ts';
 import { ApiError } from '../core/errors.ts';
 import type { OpenAiResponsesRepo } from '../storage/repos/openai-responses-repo.ts';
 import { chatParams, inputMessages } from './responses-input.ts';
@@ -19,7 +20,8 @@ export type ResponsesOutcome =
 export class OpenAiResponsesService {
   constructor(private readonly deps: { chat: ChatService; store: OpenAiResponsesRepo }) {}
 
-  async create(body: ResponsesRequest, ownerId: string, signal: AbortSignal): Promise<ResponsesOutcome> {
+  /** Runs one request; `metered` is told the model's usage once it is known (before the last event). */
+  async create(body: ResponsesRequest, ownerId: string, signal: AbortSignal, metered: (usage: ChatUsage) => void): Promise<ResponsesOutcome> {
     const history = body.previous_response_id ? await this.history(ownerId, body.previous_response_id) : [];
     const added = inputMessages(body.input);
     const messages: ChatInputMessage[] = [...(body.instructions ? [{ role: 'system' as const, content: body.instructions }] : []), ...history, ...added];
@@ -32,6 +34,7 @@ export class OpenAiResponsesService {
 
     if (outcome.kind === 'completion') {
       const { completion } = outcome;
+      if (completion.usage) metered(completion.usage);
       const response = finishResponse(started, completionOutput(completion), completion.choices[0]?.finish_reason ?? null, completion.usage);
       await keep(response);
       return { kind: 'response', response };
@@ -40,7 +43,10 @@ export class OpenAiResponsesService {
     const events = new ResponseEventStream(started);
     async function* all(): AsyncGenerator<ResponseEvent> {
       yield* events.start();
-      for await (const chunk of chunks) yield* events.chunk(chunk);
+      for await (const chunk of chunks) {
+        if (chunk.usage) metered(chunk.usage);
+        yield* events.chunk(chunk);
+      }
       const end = events.end();
       await keep(end.response);
       yield* end.events;
