@@ -215,14 +215,20 @@ function suite(backend: string, envOf: () => Promise<{ env: Record<string, strin
       const created = await srv.fetch('/admin/tokens', { method: 'POST', token: srv.adminToken, json: { user_id: 'cache-tpm', limits: { tokens_per_minute: 4000 } } });
       const { token }: Json = await created.json();
       const call = () => srv.fetch('/openai/v1/chat/completions', { method: 'POST', token, json: { model: GPT, messages: [{ role: 'user', content: 'Hello there' }] } });
-      fakes.openai.script({ kind: 'reply', content: 'Cached answer', cached: 4000 });
+      fakes.openai.script({ kind: 'reply', content: 'Cached answer', cached: 8000 });
       const first = await call();
       assert.equal(first.status, 200);
-      // Settled (counters first, then the row): 4004 tokens counted against 4000 a minute.
+      // Settled (counters first, then the row): 8004 tokens counted against 4000 a minute, two minutes' worth.
       await rowOf(first, 'cache-tpm');
       const second = await call();
       assert.equal(second.status, 429, 'only 4 uncached tokens were used, but the whole prompt counts');
       assert.equal(((await second.json()) as Json).error.code, 'rate_limited');
+    });
+
+    it('lists the cached and cache-write prices in billing_mode', async (t) => {
+      if (skip) return t.skip(skip);
+      const body: Json = await (await srv.fetch('/v1/models/list?type=text_generate', { token: await srv.tokenFor('cache-prices') })).json();
+      assert.deepEqual(body.modelList.find((m: Json) => m.alias === GPT).billing_mode, { currency: 'credits', ...PRICES });
     });
 
     it('a chat call naming no catalog model is a refused row without the caller\'s text', async (t) => {
