@@ -40,7 +40,7 @@ export class RequestContext {
     return { 'x-gengate-model': route.model, 'x-gengate-provider': route.provider, 'x-gengate-channel': route.channel };
   }
 
-  /** The usage a chat or agent call reports, for its settlement. */
+  /** The usage a chat, agent or embeddings call reports, for its settlement. */
   recordUsage(usage: ChatUsage): void {
     this.admission?.recordUsage(usage);
   }

@@ -156,6 +156,8 @@ export class Admission implements TaskAdmission {
     readonly subjects: SubjectLimits[],
     readonly reserved: number,
     readonly tokensEstimated: number,
+    /** Chat and agent calls: their tokens count against tokens_per_minute (others' only in the ledger). */
+    readonly countsTokens: boolean,
     readonly rate: RateState | undefined,
   ) {}
 
@@ -163,7 +165,7 @@ export class Admission implements TaskAdmission {
     return this.principal.isAdmin ? null : this.principal.tokenId;
   }
 
-  /** The usage a chat or agent call reports (the model's, or the gateway's estimate). */
+  /** The usage a chat, agent or embeddings call reports (the model's, or the gateway's estimate). */
   recordUsage(usage: ChatUsage): void {
     this.tokens = tokenUsageOf(usage);
     this.usageReported = true;
@@ -195,7 +197,7 @@ export class Admission implements TaskAdmission {
     if (this.settled || this.handedTo !== undefined) return;
     this.settled = true;
     // tokens_per_minute counts the whole prompt, cached or not.
-    const tokensDelta = this.usageReported ? promptTokensOf(this.tokens) + this.tokens.outputTokens - this.tokensEstimated : 0;
+    const tokensDelta = this.usageReported && this.countsTokens ? promptTokensOf(this.tokens) + this.tokens.outputTokens - this.tokensEstimated : 0;
     await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, served?.provider, served?.channel, tokensDelta, this.taskSlot);
   }
 }
@@ -306,7 +308,7 @@ export class LimitsService {
         if (subjects.length === 0) return { ok: true, rate: undefined };
         throw err;
       });
-      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, outcome.rate);
+      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, call.countsTokens, outcome.rate);
       if (outcome.code === 'stale') {
         this.limitsChangedTo(outcome.generation);
         continue;
