@@ -2,11 +2,11 @@
  * Cached prompt tokens, end to end: upstreams (OpenAI, Anthropic, Gemini) that report input read
  * from and written to their prompt cache; the chat answer's prompt_tokens_details, the ledger row's
  * uncached, cached and cache-write input priced at their own prices, the usage rows that sum them,
- * and tokens_per_minute counting the whole prompt. On SQLite, and on PostgreSQL when reachable.
+ * and tokens_per_minute counting the whole prompt. On SQLite, and on PostgreSQL (with Redis) when reachable.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { dropSchema, postgresEnv, startTestServer, type TestServer } from './support/server.ts';
+import { dropSchema, postgresEnv, redisEnv, startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { AnthropicUpstream } from './fakes/anthropic-upstream.ts';
 import { GeminiUpstream } from './fakes/gemini-upstream.ts';
@@ -243,8 +243,17 @@ function suite(backend: string, envOf: () => Promise<{ env: Record<string, strin
 }
 
 suite('SQLite', async () => ({ env: {}, cleanup: async () => undefined }));
+// With Redis when it is reachable: the token rate then settles through the shared counters.
 suite('PostgreSQL', async () => {
   const pg = await postgresEnv();
   if ('skip' in pg) return pg;
-  return { env: pg.env, cleanup: () => dropSchema(pg.env.DATABASE_SCHEMA!) };
+  const redis = await redisEnv();
+  const shared = 'skip' in redis ? undefined : redis;
+  return {
+    env: { ...pg.env, ...shared?.env },
+    cleanup: async () => {
+      await shared?.cleanup();
+      await dropSchema(pg.env.DATABASE_SCHEMA!);
+    },
+  };
 });
