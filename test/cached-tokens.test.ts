@@ -140,6 +140,13 @@ function suite(backend: string, envOf: () => Promise<{ env: Record<string, strin
       assert.equal(row.endpoint, '/openai/v1/responses');
       assert.deepEqual(tokensOf(row), { input: 2, cached: 3000, write: 0, output: 2 });
       assert.equal(row.cost, costOf({ input: 2, cached: 3000, write: 0, output: 2 }));
+
+      fakes.openai.script({ kind: 'reply', content: 'Cached answer', cached: 1500 });
+      const streamed = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: GPT, input: 'Hello there', stream: true } });
+      const completed = (await events(streamed)).at(-1);
+      assert.equal(completed.type, 'response.completed');
+      assert.deepEqual(completed.response.usage.input_tokens_details, { cached_tokens: 1500 });
+      assert.deepEqual(tokensOf(await rowOf(streamed, 'cache-responses')), { input: 2, cached: 1500, write: 0, output: 2 });
     });
 
     it('Anthropic: cache reads and writes are in prompt_tokens and detailed; the ledger keeps the uncached input apart', async (t) => {
