@@ -125,7 +125,7 @@ describe('limits (embedded)', () => {
       const body: Json = await (await srv.fetch('/v1/usage?group_by=model', { token })).json();
       return body.rows[0]?.requests === 10 ? body : undefined;
     });
-    assert.deepEqual(usage.rows, [{ key: CHAT, requests: 10, tasks: 0, input_tokens: usage.rows[0].input_tokens, output_tokens: usage.rows[0].output_tokens, cost: 10, errors: 0 }]);
+    assert.deepEqual(usage.rows, [{ key: CHAT, requests: 10, tasks: 0, input_tokens: usage.rows[0].input_tokens, cached_input_tokens: 0, cache_write_tokens: 0, output_tokens: usage.rows[0].output_tokens, cost: 10, errors: 0 }]);
     assert.equal((await chat(srv, token)).status, 429, 'the period\'s credits are spent');
   });
 

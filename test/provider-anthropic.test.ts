@@ -108,7 +108,7 @@ describe('chat on Anthropic (Messages API)', () => {
     assert.match(body.id, /^msg_fake/);
     assert.deepEqual(body.choices, [{ index: 0, message: { role: 'assistant', content: 'Echo: Say more' }, finish_reason: 'stop' }]);
     // The fake counts words (an image is one): 5 + 2 + 2 input, 3 output.
-    assert.deepEqual(body.usage, { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, prompt_tokens_details: { cached_tokens: 0, cache_creation_tokens: 0 } });
+    assert.deepEqual(body.usage, { prompt_tokens: 9, completion_tokens: 3, total_tokens: 12, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 } });
   });
 
   it('streams Anthropic events as chat chunks: the role first, text deltas, the finish reason, then usage with the cache tokens and [DONE]', async () => {
@@ -133,7 +133,7 @@ describe('chat on Anthropic (Messages API)', () => {
     assert.equal(chunks.at(-2).choices[0].finish_reason, 'stop');
     assert.deepEqual(chunks.at(-1).choices, []);
     // Input: 2 uncached + 100 read from the cache + 20 written to it.
-    assert.deepEqual(chunks.at(-1).usage, { prompt_tokens: 122, completion_tokens: 5, total_tokens: 127, prompt_tokens_details: { cached_tokens: 100, cache_creation_tokens: 20 } });
+    assert.deepEqual(chunks.at(-1).usage, { prompt_tokens: 122, completion_tokens: 5, total_tokens: 127, prompt_tokens_details: { cached_tokens: 100, cache_write_tokens: 20 } });
   });
 
   it('maps the tools and tool_choice, and answers tool_use as tool_calls, whole and streamed', async () => {

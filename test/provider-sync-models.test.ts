@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { FakeSyncModelsUpstream } from './fakes/sync-models-upstream.ts';
+import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -45,6 +46,12 @@ describe('embeddings, transcription and rerank adapters', () => {
     assert.equal(second.length, 256 * 4);
     assert.equal(second.readFloatLE(0), 1);
     assert.equal(body.usage.prompt_tokens, 7);
+    // The ledger counts the embedded tokens as input, none of it cached.
+    const row = await eventually('the ledger row', async () => {
+      const page = (await (await srv.fetch('/admin/requests?user_id=sam', { token: srv.adminToken })).json()) as Json;
+      return page.data.find((r: Json) => r.request_id === res.headers.get('x-request-id'));
+    });
+    assert.deepEqual([row.endpoint, row.input_tokens, row.cached_input_tokens, row.cache_write_tokens, row.output_tokens], ['/openai/v1/embeddings', 7, 0, 0, 0]);
   });
 
   it('sends a transcription as multipart with the file, the upstream model and json answers', async () => {

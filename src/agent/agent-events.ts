@@ -14,6 +14,8 @@ export interface RunUsage {
   input_tokens: number;
   output_tokens: number;
   total_tokens: number;
+  /** Of `input_tokens`, those read from the upstream's prompt cache. */
+  cached_tokens: number;
 }
 
 /** The stream's `code` for a run stopped by POST /v1/responses/cancel ("client closed request"). */
@@ -161,5 +163,6 @@ export class ResponseEvents {
 
 /** Usage with the Responses API's detail objects. */
 export function withDetails(usage: RunUsage): Record<string, unknown> {
-  return { ...usage, input_tokens_details: { cached_tokens: 0 }, output_tokens_details: { reasoning_tokens: 0 } };
+  const { cached_tokens, ...counts } = usage;
+  return { ...counts, input_tokens_details: { cached_tokens }, output_tokens_details: { reasoning_tokens: 0 } };
 }

@@ -4,7 +4,7 @@ import type { ChatService } from '../chat/chat-service.ts';
 import { StreamedReply } from '../chat/streamed-reply.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
-import type { ChatChunk, ChatMessage, ChatModel, ChatTool, ServedRoute } from '../providers/spec.ts';
+import type { ChatChunk, ChatMessage, ChatModel, ChatTool, ChatUsage, ServedRoute } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { AgentRow } from '../storage/schema.ts';
 import {
@@ -129,13 +129,23 @@ export class AgentService {
 
 /** Adds up the usage chunks of every model call of a run. */
 class UsageTotal {
-  readonly usage: RunUsage = { input_tokens: 0, output_tokens: 0, total_tokens: 0 };
+  /** In the chat shape, cache details included: what the run's ledger row counts. */
+  readonly chat = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0, prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 } } satisfies ChatUsage;
 
   add(chunk: ChatChunk): void {
-    if (!chunk.usage) return;
-    this.usage.input_tokens += chunk.usage.prompt_tokens;
-    this.usage.output_tokens += chunk.usage.completion_tokens;
-    this.usage.total_tokens += chunk.usage.total_tokens;
+    const usage = chunk.usage;
+    if (!usage) return;
+    this.chat.prompt_tokens += usage.prompt_tokens;
+    this.chat.completion_tokens += usage.completion_tokens;
+    this.chat.total_tokens += usage.total_tokens;
+    this.chat.prompt_tokens_details.cached_tokens += usage.prompt_tokens_details?.cached_tokens ?? 0;
+    this.chat.prompt_tokens_details.cache_write_tokens += usage.prompt_tokens_details?.cache_write_tokens ?? 0;
+  }
+
+  /** In the Responses API's names. */
+  get usage(): RunUsage {
+    const { prompt_tokens, completion_tokens, total_tokens, prompt_tokens_details } = this.chat;
+    return { input_tokens: prompt_tokens, output_tokens: completion_tokens, total_tokens, cached_tokens: prompt_tokens_details.cached_tokens };
   }
 }
 
@@ -165,6 +175,11 @@ export class AgentRun {
   /** The model, provider and channel of the run's first model call, once it answered. */
   get route(): ServedRoute | undefined {
     return this.served;
+  }
+
+  /** The tokens of every model call of the run so far. */
+  get usage(): ChatUsage {
+    return this.total.chat;
   }
 
   /** Stops the run (the client went away): the model call and any running tool are aborted. */

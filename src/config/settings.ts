@@ -61,6 +61,8 @@ const price = (description: string) => Type.Optional(Type.Number({ minimum: 0, d
 
 export const ModelPricing = Type.Object({
   input_per_million: price('credits per million input tokens'),
+  cached_input_per_million: price('credits per million input tokens read from the upstream\'s prompt cache; default input_per_million'),
+  cache_write_per_million: price('credits per million input tokens written to the upstream\'s prompt cache; default input_per_million'),
   output_per_million: price('credits per million output tokens'),
   per_image: price('credits per image made'),
   per_second: price('credits per second of video or audio'),

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../auth/tokens.ts';
 import type { Admission } from '../limits/limits-service.ts';
 import type { IdempotentStart } from '../limits/idempotency.ts';
-import type { ServedRoute } from '../providers/spec.ts';
+import type { ChatUsage, ServedRoute } from '../providers/spec.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -40,9 +40,9 @@ export class RequestContext {
     return { 'x-gengate-model': route.model, 'x-gengate-provider': route.provider, 'x-gengate-channel': route.channel };
   }
 
-  /** The usage a chat or agent call reports, for its settlement. */
-  recordUsage(inputTokens: number, outputTokens: number): void {
-    this.admission?.recordUsage(inputTokens, outputTokens);
+  /** The usage a chat, agent or embeddings call reports, for its settlement. */
+  recordUsage(usage: ChatUsage): void {
+    this.admission?.recordUsage(usage);
   }
 }
 

@@ -217,8 +217,11 @@ export class MemoryLimitCounters implements LimitCounters {
         state.heldSum -= hold.amount;
       }
       if (limits.credits >= 0 && settlement.cost > 0) state.spent.set(limits.period, (state.spent.get(limits.period) ?? 0) + settlement.cost);
-      const tat = limits.tpm > 0 && settlement.tokensDelta !== 0 ? arrivalUnder(state.tpm, now, limits.tpm) : undefined;
-      if (tat !== undefined) state.tpm = { tat: tat + (WINDOW_MS / limits.tpm) * settlement.tokensDelta, limit: limits.tpm };
+      if (limits.tpm > 0 && settlement.tokensDelta !== 0) {
+        // Tokens used beyond the estimate count from now when the estimate's own time has passed already (a long call).
+        const tat = arrivalUnder(state.tpm, now, limits.tpm) ?? (settlement.tokensDelta > 0 ? now : undefined);
+        if (tat !== undefined) state.tpm = { tat: tat + (WINDOW_MS / limits.tpm) * settlement.tokensDelta, limit: limits.tpm };
+      }
     }
   }
 

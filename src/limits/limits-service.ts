@@ -11,7 +11,8 @@ import type { AdmitOutcome, LimitCounters, RateState, Settlement, SubjectLimits 
 import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
 import type { ModelPricing } from '../config/settings.ts';
 import { storedEndpoint } from '../endpoints/endpoint-table.ts';
-import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption } from './pricing.ts';
+import type { ChatUsage } from '../providers/spec.ts';
+import { charactersOf, costOf, estimateInputTokens, estimateOf, NO_TOKENS, promptTokensOf, secondsOf, tokenUsageOf, type Consumption, type TokenUsage } from './pricing.ts';
 
 /** What limits and the ledger need of a model: its alias, its provider and prices. */
 export interface ModelInfo {
@@ -84,6 +85,11 @@ function callStatus(httpStatus: number, upstreamFailed: boolean): string {
   return REFUSALS.has(httpStatus) && !upstreamFailed ? 'refused' : 'error';
 }
 
+/** A ledger row's token columns. */
+function ledgerTokens(tokens: TokenUsage): Pick<UsageLedgerRow, 'input_tokens' | 'cached_input_tokens' | 'cache_write_tokens' | 'output_tokens'> {
+  return { input_tokens: tokens.inputTokens, cached_input_tokens: tokens.cachedInputTokens, cache_write_tokens: tokens.cacheWriteTokens, output_tokens: tokens.outputTokens };
+}
+
 /** A call's ledger row; what only a call that ran has (usage, cost, reservation) defaults to none. */
 function callRow(call: {
   id: string;
@@ -96,8 +102,7 @@ function callRow(call: {
   channel: string | undefined;
   status: string;
   httpStatus: number;
-  inputTokens?: number;
-  outputTokens?: number;
+  tokens?: TokenUsage;
   cost?: number;
   reserved?: number;
   countersApplied?: number;
@@ -116,8 +121,7 @@ function callRow(call: {
     channel: call.channel ?? null,
     status: call.status,
     http_status: call.httpStatus,
-    input_tokens: call.inputTokens ?? 0,
-    output_tokens: call.outputTokens ?? 0,
+    ...ledgerTokens(call.tokens ?? NO_TOKENS),
     outputs: 0,
     cost: call.cost ?? 0,
     reserved: call.reserved ?? 0,
@@ -133,8 +137,8 @@ function callRow(call: {
  * used, and its settlement at the end (once), unless a task took it over.
  */
 export class Admission implements TaskAdmission {
-  inputTokens = 0;
-  outputTokens = 0;
+  /** What the call used, as the route reported it. */
+  tokens: TokenUsage = NO_TOKENS;
   private usageReported = false;
   private upstreamFailed = false;
   private taskSlot = false;
@@ -152,6 +156,8 @@ export class Admission implements TaskAdmission {
     readonly subjects: SubjectLimits[],
     readonly reserved: number,
     readonly tokensEstimated: number,
+    /** Chat and agent calls: their tokens count against tokens_per_minute (others' only in the ledger). */
+    readonly countsTokens: boolean,
     readonly rate: RateState | undefined,
   ) {}
 
@@ -159,10 +165,9 @@ export class Admission implements TaskAdmission {
     return this.principal.isAdmin ? null : this.principal.tokenId;
   }
 
-  /** The usage a chat or agent call reports (the model's, or the gateway's estimate). */
-  recordUsage(inputTokens: number, outputTokens: number): void {
-    this.inputTokens = inputTokens;
-    this.outputTokens = outputTokens;
+  /** The usage a chat, agent or embeddings call reports (the model's, or the gateway's estimate). */
+  recordUsage(usage: ChatUsage): void {
+    this.tokens = tokenUsageOf(usage);
     this.usageReported = true;
   }
 
@@ -191,7 +196,8 @@ export class Admission implements TaskAdmission {
   async end(httpStatus: number, served: { provider: string; channel: string } | undefined): Promise<void> {
     if (this.settled || this.handedTo !== undefined) return;
     this.settled = true;
-    const tokensDelta = this.usageReported ? this.inputTokens + this.outputTokens - this.tokensEstimated : 0;
+    // tokens_per_minute counts the whole prompt, cached or not.
+    const tokensDelta = this.usageReported && this.countsTokens ? promptTokensOf(this.tokens) + this.tokens.outputTokens - this.tokensEstimated : 0;
     await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, served?.provider, served?.channel, tokensDelta, this.taskSlot);
   }
 }
@@ -302,7 +308,7 @@ export class LimitsService {
         if (subjects.length === 0) return { ok: true, rate: undefined };
         throw err;
       });
-      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, outcome.rate);
+      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, call.countsTokens, outcome.rate);
       if (outcome.code === 'stale') {
         this.limitsChangedTo(outcome.generation);
         continue;
@@ -321,7 +327,7 @@ export class LimitsService {
   /** Settles a call that made no task: counters first, then its ledger row. */
   async settleCall(admission: Admission, status: string, httpStatus: number, provider: string | undefined, channel: string | undefined, tokensDelta: number, taskSlot: boolean): Promise<void> {
     const info = admission.model === undefined ? undefined : this.opts.modelInfo(admission.model);
-    const used: Consumption = { inputTokens: admission.inputTokens, outputTokens: admission.outputTokens, images: 0, seconds: 0, characters: 0 };
+    const used: Consumption = { ...admission.tokens, images: 0, seconds: 0, characters: 0 };
     const cost = status === 'success' ? costOf(info?.pricing, used) : 0;
     let applied = 1;
     if (admission.subjects.some(settles)) {
@@ -345,8 +351,7 @@ export class LimitsService {
       channel,
       status,
       httpStatus,
-      inputTokens: admission.inputTokens,
-      outputTokens: admission.outputTokens,
+      tokens: admission.tokens,
       cost,
       reserved: admission.reserved,
       countersApplied: applied,
@@ -383,6 +388,7 @@ export class LimitsService {
     const outputs = result.output_content ?? [];
     const { meter } = storedEndpoint(task.endpoint);
     const used: Consumption = {
+      ...NO_TOKENS,
       inputTokens: result.usage?.input_tokens ?? 0,
       outputTokens: result.usage?.output_tokens ?? 0,
       images: outputs.filter((o) => o.type === 'image').length,
@@ -412,8 +418,7 @@ export class LimitsService {
       channel: routing?.channel ?? null,
       status: ending.status,
       http_status: null,
-      input_tokens: used.inputTokens,
-      output_tokens: used.outputTokens,
+      ...ledgerTokens(used),
       outputs: outputs.length,
       cost,
       reserved: task.reserved_credits,

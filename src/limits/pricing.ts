@@ -3,25 +3,63 @@
  * estimated from the request at admission, computed from what it used at its end.
  */
 import type { ModelPricing } from '../config/settings.ts';
+import type { ChatUsage } from '../providers/spec.ts';
 import { toMicro } from './limits.ts';
 
-/** What a call used, the quantities prices apply to. */
-export interface Consumption {
+/** A call's tokens as they are priced: the input split by how the upstream's prompt cache served it. */
+export interface TokenUsage {
+  /** Input neither read from nor written to the prompt cache. */
   inputTokens: number;
+  /** Input read from the prompt cache. */
+  cachedInputTokens: number;
+  /** Input written to the prompt cache. */
+  cacheWriteTokens: number;
   outputTokens: number;
+}
+
+/** What a call used, the quantities prices apply to. */
+export interface Consumption extends TokenUsage {
   images: number;
   seconds: number;
   characters: number;
 }
 
-export const NOTHING_USED: Consumption = { inputTokens: 0, outputTokens: 0, images: 0, seconds: 0, characters: 0 };
+export const NO_TOKENS: TokenUsage = { inputTokens: 0, cachedInputTokens: 0, cacheWriteTokens: 0, outputTokens: 0 };
+export const NOTHING_USED: Consumption = { ...NO_TOKENS, images: 0, seconds: 0, characters: 0 };
 
-/** The cost in micro-credits; a call of a model without prices costs nothing. */
+/** A count an upstream reported, or 0 when it sent none or something else (a relayed answer is not checked field by field). */
+function countOf(value: unknown): number {
+  return typeof value === 'number' && Number.isFinite(value) && value > 0 ? Math.round(value) : 0;
+}
+
+/**
+ * A chat usage split for pricing: `prompt_tokens` holds the cached and cache-write tokens
+ * (providers/spec.ts), so the uncached input is what remains of it.
+ */
+export function tokenUsageOf(usage: ChatUsage): TokenUsage {
+  const prompt = countOf(usage.prompt_tokens);
+  const cachedInputTokens = Math.min(prompt, countOf(usage.prompt_tokens_details?.cached_tokens));
+  const cacheWriteTokens = Math.min(prompt - cachedInputTokens, countOf(usage.prompt_tokens_details?.cache_write_tokens));
+  return { inputTokens: prompt - cachedInputTokens - cacheWriteTokens, cachedInputTokens, cacheWriteTokens, outputTokens: countOf(usage.completion_tokens) };
+}
+
+/** All the input tokens of a usage, cached or not (what tokens_per_minute counts). */
+export function promptTokensOf(tokens: TokenUsage): number {
+  return tokens.inputTokens + tokens.cachedInputTokens + tokens.cacheWriteTokens;
+}
+
+/**
+ * The cost in micro-credits; a call of a model without prices costs nothing. Input read from or
+ * written to the prompt cache costs the input price when its own price is not set.
+ */
 export function costOf(pricing: ModelPricing | undefined, used: Consumption): number {
   if (!pricing) return 0;
+  const inputPrice = pricing.input_per_million ?? 0;
   const credits =
     (pricing.per_request ?? 0) +
-    ((pricing.input_per_million ?? 0) * used.inputTokens) / 1_000_000 +
+    (inputPrice * used.inputTokens) / 1_000_000 +
+    ((pricing.cached_input_per_million ?? inputPrice) * used.cachedInputTokens) / 1_000_000 +
+    ((pricing.cache_write_per_million ?? inputPrice) * used.cacheWriteTokens) / 1_000_000 +
     ((pricing.output_per_million ?? 0) * used.outputTokens) / 1_000_000 +
     (pricing.per_image ?? 0) * used.images +
     (pricing.per_second ?? 0) * used.seconds +
@@ -73,6 +111,7 @@ export function charactersOf(input: Record<string, unknown>): number {
 export function estimateOf(pricing: ModelPricing | undefined, body: Record<string, unknown>): number {
   if (!pricing) return 0;
   return costOf(pricing, {
+    ...NO_TOKENS,
     inputTokens: estimateInputTokens(body),
     outputTokens: firstNumber(body, ['max_tokens', 'max_completion_tokens', 'max_output_tokens']) ?? 0,
     images: firstNumber(body, ['n', 'num_images', 'batch_size']) ?? 1,

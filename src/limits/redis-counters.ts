@@ -131,7 +131,8 @@ for i = 0, n - 1 do
   end
   if tpm > 0 and delta ~= 0 then
     local tat = arrival_under(k(subject, 'tpm'), tpm)
-    if tat > now then
+    -- Tokens used beyond the estimate count from now when the estimate's own time has passed already (a long call).
+    if tat > now or delta > 0 then
       local nxt = tat + (W / tpm) * delta
       if nxt > now then keep_arrival(k(subject, 'tpm'), nxt, tpm) else redis.call('DEL', k(subject, 'tpm')) end
     end

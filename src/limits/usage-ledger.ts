@@ -56,6 +56,8 @@ function entryOf(row: UsageLedgerRow): LedgerEntry {
     status: row.status,
     http_status: row.http_status,
     input_tokens: Number(row.input_tokens),
+    cached_input_tokens: Number(row.cached_input_tokens),
+    cache_write_tokens: Number(row.cache_write_tokens),
     output_tokens: Number(row.output_tokens),
     outputs: row.outputs,
     cost: fromMicro(Number(row.cost)),

@@ -14,7 +14,7 @@ export function responseUsage(usage: ChatUsage | null | undefined): ResponseUsag
   if (!usage) return null;
   return {
     input_tokens: usage.prompt_tokens,
-    input_tokens_details: { cached_tokens: (usage.prompt_tokens_details as { cached_tokens?: number } | undefined)?.cached_tokens ?? 0 },
+    input_tokens_details: { cached_tokens: usage.prompt_tokens_details?.cached_tokens ?? 0 },
     output_tokens: usage.completion_tokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: usage.total_tokens,

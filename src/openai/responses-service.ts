@@ -32,7 +32,8 @@ export type ResponsesOutcome = (
 export class OpenAiResponsesService {
   constructor(private readonly deps: { chat: ChatService; store: OpenAiResponsesRepo }) {}
 
-  async create(body: ResponsesRequest, ownerId: string, signal: AbortSignal): Promise<ResponsesOutcome> {
+  /** Runs one request; `metered` is told a chat model's usage once it is known (before the last event). */
+  async create(body: ResponsesRequest, ownerId: string, signal: AbortSignal, metered: (usage: ChatUsage) => void): Promise<ResponsesOutcome> {
     const warnings: string[] = [];
     const { params, declared } = chatParams(body, warnings);
     const stream = body.stream === true;
@@ -59,6 +60,7 @@ export class OpenAiResponsesService {
     };
     if (outcome.kind === 'completion') {
       const { completion } = outcome;
+      if (completion.usage) metered(completion.usage);
       const response = finishResponse(started, completionOutput(completion, declared), completion.choices[0]?.finish_reason ?? null, completion.usage);
       await keep(response);
       return { kind: 'response', response, warnings, ...route };
@@ -67,7 +69,10 @@ export class OpenAiResponsesService {
     const events = new ResponseEventStream(started, declared);
     async function* all(): AsyncGenerator<ResponseEvent> {
       yield* events.start();
-      for await (const chunk of chunks) yield* events.chunk(chunk);
+      for await (const chunk of chunks) {
+        if (chunk.usage) metered(chunk.usage);
+        yield* events.chunk(chunk);
+      }
       const end = events.end();
       await keep(end.response);
       yield* end.events;

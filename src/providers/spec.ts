@@ -179,10 +179,13 @@ export interface ChatRequest {
   params: ChatParams;
 }
 
+/** A chat call's tokens in OpenAI's names: `prompt_tokens` is all the input, cached and written to the cache included. */
 export interface ChatUsage {
   prompt_tokens: number;
   completion_tokens: number;
   total_tokens: number;
+  /** Of `prompt_tokens`: read from the upstream's prompt cache, and written to it (priced apart, docs/limits.md). */
+  prompt_tokens_details?: { cached_tokens?: number; cache_write_tokens?: number };
   [detail: string]: unknown;
 }
 

@@ -74,7 +74,12 @@ export interface UsageLedgerRow {
   /** The task's terminal status, or success / error / refused (turned away before anything ran) for a call. */
   status: string;
   http_status: number | null;
+  /** Input tokens neither read from nor written to the upstream's prompt cache. */
   input_tokens: number;
+  /** Input tokens read from the upstream's prompt cache. */
+  cached_input_tokens: number;
+  /** Input tokens written to the upstream's prompt cache. */
+  cache_write_tokens: number;
   output_tokens: number;
   outputs: number;
   cost: number;
@@ -96,6 +101,8 @@ export interface UsageDailyRow {
   requests: number;
   tasks: number;
   input_tokens: number;
+  cached_input_tokens: number;
+  cache_write_tokens: number;
   output_tokens: number;
   cost: number;
   errors: number;

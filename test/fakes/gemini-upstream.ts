@@ -4,8 +4,11 @@ import { RecordingUpstream, sendJson, type RecordedRequest, type Reply } from '.
 
 /** How the fake answers one request; requests without a script answer `Echo: <last user text>`. */
 export type GeminiBehaviour =
-  /** This text instead of the echo, with this finish reason (default STOP). */
-  | { kind: 'text'; text: string; finishReason?: string }
+  /**
+   * This text instead of the echo, with this finish reason (default STOP); with `cached`, a prompt
+   * that many tokens longer, read from cached content (`cachedContentTokenCount`).
+   */
+  | { kind: 'text'; text: string; finishReason?: string; cached?: number }
   /** A function call part (Gemini still says STOP). */
   | { kind: 'function_call'; name: string; args: Record<string, unknown> }
   /** A prompt blocked before any candidate: promptFeedback only. */
@@ -95,9 +98,12 @@ export class GeminiUpstream extends RecordingUpstream {
     const text = behaviour?.kind === 'text' ? behaviour.text : behaviour?.kind === 'function_call' || behaviour?.kind === 'blocked' ? '' : `Echo: ${textOf(lastUser)}`;
     const call = behaviour?.kind === 'function_call' ? { functionCall: { name: behaviour.name, args: behaviour.args } } : undefined;
     const finishReason = behaviour?.kind === 'text' && behaviour.finishReason ? behaviour.finishReason : 'STOP';
-    const promptTokenCount = contents.reduce((sum, c) => sum + words(textOf(c)), 0);
+    const cached = behaviour?.kind === 'text' ? behaviour.cached : undefined;
+    // Gemini's promptTokenCount includes the cached content's tokens.
+    const promptTokenCount = contents.reduce((sum, c) => sum + words(textOf(c)), 0) + (cached ?? 0);
+    const cache = cached !== undefined ? { cachedContentTokenCount: cached, cacheTokensDetails: [{ modality: 'TEXT', tokenCount: cached }] } : {};
     const candidatesTokenCount = Math.max(1, words(text) + (call ? words(JSON.stringify(call.functionCall.args)) : 0));
-    const usage = (candidates: number | undefined) => ({ promptTokenCount, ...(candidates !== undefined ? { candidatesTokenCount: candidates } : {}), totalTokenCount: promptTokenCount + (candidates ?? 0), promptTokensDetails: [{ modality: 'TEXT', tokenCount: promptTokenCount }] });
+    const usage = (candidates: number | undefined) => ({ promptTokenCount, ...(candidates !== undefined ? { candidatesTokenCount: candidates } : {}), totalTokenCount: promptTokenCount + (candidates ?? 0), promptTokensDetails: [{ modality: 'TEXT', tokenCount: promptTokenCount }], ...cache });
 
     if (behaviour?.kind === 'blocked') {
       const blocked = { promptFeedback: { blockReason: behaviour.reason }, usageMetadata: usage(undefined), modelVersion, responseId };

@@ -13,8 +13,11 @@ export interface RecordedRequest {
 
 /** How the fake answers one request; requests without a script get a normal answer. */
 export type Behaviour =
-  /** A normal answer with this text instead of the echo. */
-  | { kind: 'reply'; content: string }
+  /**
+   * A normal answer with this text instead of the echo; with `cached`, a prompt that many tokens
+   * longer, all read from the prompt cache (`prompt_tokens_details.cached_tokens`, streamed too).
+   */
+  | { kind: 'reply'; content: string; cached?: number }
   /** A tool call (streamed in pieces when streaming), finish_reason tool_calls. */
   | { kind: 'tool_call'; name: string; arguments: string }
   /** A normal answer reporting the last line of the latest tool message: `Tool output: <line>`. */
@@ -119,7 +122,8 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
     const lastTool = [...messages].reverse().find((m) => m.role === 'tool');
     const toolLines = textOf(lastTool?.content).split('\n').map((line) => line.trim()).filter(Boolean);
     const content = behaviour?.kind === 'reply' ? behaviour.content : behaviour?.kind === 'read_tool_output' ? `Tool output: ${toolLines[toolLines.length - 1] ?? ''}` : `Echo: ${textOf(lastUser?.content)}`;
-    const promptTokens = messages.reduce((sum, m) => sum + tokens(textOf(m.content)), 0);
+    const cached = behaviour?.kind === 'reply' ? behaviour.cached : undefined;
+    const promptTokens = messages.reduce((sum, m) => sum + tokens(textOf(m.content)), 0) + (cached ?? 0);
     const toolCall = behaviour?.kind === 'tool_call' ? { id: 'call_fake1', type: 'function', function: { name: behaviour.name, arguments: behaviour.arguments } } : undefined;
     const completionTokens = toolCall ? tokens(`${toolCall.function.name} ${toolCall.function.arguments}`) : tokens(content);
     const usage = { prompt_tokens: promptTokens, completion_tokens: completionTokens, total_tokens: promptTokens + completionTokens };
@@ -137,7 +141,7 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
       res.end(JSON.stringify({
         id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
         choices: [{ index: 0, message: { role: 'assistant', content: toolCall ? null : content, ...(toolCall ? { tool_calls: [toolCall] } : {}), refusal: null, annotations: [] }, logprobs: null, finish_reason: toolCall ? 'tool_calls' : 'stop' }],
-        usage: { ...usage, prompt_tokens_details: { cached_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
+        usage: { ...usage, prompt_tokens_details: { cached_tokens: cached ?? 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
         service_tier: 'default',
       }));
       return;
@@ -190,7 +194,8 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
     }
     await send(chunk({}, toolCall ? 'tool_calls' : 'stop'));
     if (includeUsage) {
-      await send(JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: 'fp_fake', choices: [], usage }));
+      const details = cached !== undefined ? { prompt_tokens_details: { cached_tokens: cached, audio_tokens: 0 }, completion_tokens_details: { reasoning_tokens: 0 } } : {};
+      await send(JSON.stringify({ id, object: 'chat.completion.chunk', created: CREATED, model, system_fingerprint: 'fp_fake', choices: [], usage: { ...usage, ...details } }));
     }
     if (behaviour?.kind !== 'no_done') res.write('data: [DONE]\n\n');
     res.end();

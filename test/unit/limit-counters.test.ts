@@ -91,6 +91,21 @@ describe('MemoryLimitCounters', () => {
     assert.equal((await counters.admit(request(limits, { tokens: 100 }))).ok, false);
   });
 
+  it('counts the tokens a call used beyond its estimate even when the estimate\'s time has passed by its end', async () => {
+    const { clock, counters } = countersAt();
+    const limits = [limitsOf({ tpm: 1000 })];
+    // 10 tokens estimated: counted for 600 ms.
+    assert.equal((await counters.admit(request(limits, { tokens: 10 }))).ok, true);
+    clock.now += 5_000;
+    // The call took 5 s and used 1500 tokens: a minute and a half's worth from now.
+    await counters.settle({ ledgerId: 'l1', reservationId: 'r1', subjects: limits, cost: 0, tokensDelta: 1490, task: false });
+    assert.deepEqual(await counters.admit(request(limits, { tokens: 1 })), { ok: false, code: 'rate_limited', retryAfterS: 30, rate: undefined });
+    // A call that used fewer tokens than estimated after that time gives nothing back: nothing of it is counted any more.
+    clock.now += 90_000;
+    await counters.settle({ ledgerId: 'l2', reservationId: 'r2', subjects: limits, cost: 0, tokensDelta: -5, task: false });
+    assert.equal((await counters.admit(request(limits, { tokens: 1000 }))).ok, true);
+  });
+
   it('holds credits while a call is in flight, spends its cost in its period, and refuses what would go over', async () => {
     const { counters } = countersAt();
     const limits = [limitsOf({ credits: 10_000_000 })];

@@ -19,13 +19,13 @@ export function Requests() {
       </div>
       {error && <p className="error">{error}</p>}
       <table>
-        <thead><tr><th>Time</th><th>Endpoint</th><th>Model</th><th>Provider / channel</th><th>User</th><th>Status</th><th>Tokens in/out</th><th>Cost</th><th>Latency</th><th>Task</th></tr></thead>
-        <tbody>
+        <thead><tr><th>Time</th><th>Endpoint</th><th>Model</th><th>Provider / channel</th><th>User</th><th>Status</th><th title="input (uncached) / read from the prompt cache / written to it / output">Tokens in/cached/written/out</th><th>Cost</th><th>Latency</th><th>Task</th></tr></thead>
+        <tbody data-testid="request-rows">
           {data?.data.map((r) => (
             <tr key={r.id}>
               <td>{when(r.created_at)}</td><td>{r.endpoint}</td><td>{r.model}</td><td>{r.provider}{r.channel ? ` / ${r.channel}` : ''}</td><td>{r.user_id}</td>
               <td><span className={`status ${r.status}`}>{r.status}</span>{r.http_status ? ` ${r.http_status}` : ''}</td>
-              <td>{r.input_tokens}/{r.output_tokens}</td><td>{r.cost}</td><td>{r.latency_ms} ms</td>
+              <td className="tokens">{r.input_tokens}/{r.cached_input_tokens}/{r.cache_write_tokens}/{r.output_tokens}</td><td>{r.cost}</td><td>{r.latency_ms} ms</td>
               <td>{r.task_id && <Link to={`tasks/${encodeURIComponent(r.task_id)}`}>{r.task_id}</Link>}</td>
             </tr>
           ))}

@@ -4,7 +4,7 @@ import 'uplot/dist/uPlot.min.css';
 import { query } from '../api.ts';
 import { useGet } from '../hooks.ts';
 
-interface Row { key: string; requests: number; tasks: number; input_tokens: number; output_tokens: number; cost: number; errors: number }
+interface Row { key: string; requests: number; tasks: number; input_tokens: number; cached_input_tokens: number; cache_write_tokens: number; output_tokens: number; cost: number; errors: number }
 
 const DAY_MS = 86_400_000;
 
@@ -47,8 +47,14 @@ export function Usage({ isAdmin }: { isAdmin: boolean }) {
       {daily.data && <DailyChart rows={daily.data.rows} from={range.from} to={range.to} />}
       <div className="filters">by {groups.map((g) => <button key={g} className={g === groupBy ? 'active' : ''} onClick={() => setGroupBy(g)}>{g}</button>)}</div>
       <table>
-        <thead><tr><th>{groupBy}</th><th>Requests</th><th>Tasks</th><th>Input tokens</th><th>Output tokens</th><th>Cost</th><th>Errors</th></tr></thead>
-        <tbody>{grouped.data?.rows.map((r) => <tr key={r.key}><td>{r.key}</td><td>{r.requests}</td><td>{r.tasks}</td><td>{r.input_tokens}</td><td>{r.output_tokens}</td><td>{r.cost}</td><td>{r.errors}</td></tr>)}</tbody>
+        <thead><tr><th>{groupBy}</th><th>Requests</th><th>Tasks</th><th>Input tokens</th><th>Cached input</th><th>Cache writes</th><th>Output tokens</th><th>Cost</th><th>Errors</th></tr></thead>
+        <tbody data-testid="usage-rows">{grouped.data?.rows.map((r) => (
+          <tr key={r.key}>
+            <td>{r.key}</td><td>{r.requests}</td><td>{r.tasks}</td><td>{r.input_tokens}</td>
+            <td className="cached-input">{r.cached_input_tokens}</td><td className="cache-writes">{r.cache_write_tokens}</td>
+            <td>{r.output_tokens}</td><td>{r.cost}</td><td>{r.errors}</td>
+          </tr>
+        ))}</tbody>
       </table>
     </section>
   );

@@ -148,7 +148,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
     if (outcome.kind === 'completion') {
       const usage = outcome.completion.usage;
-      if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+      if (usage) request.ctx.recordUsage(usage);
       // The upstream's answer as it came when only its model name changed.
       return reply.type('application/json; charset=utf-8').send(jsonText(outcome.completion));
     }
@@ -162,7 +162,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
     try {
       for (; !next.done; next = await chunks.next()) {
         const usage = next.value.usage;
-        if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+        if (usage) request.ctx.recordUsage(usage);
         await sse.send(jsonText(next.value));
       }
       sse.end('[DONE]');

@@ -16,7 +16,11 @@ export const embeddingRoutes = (services: AppServices): FastifyPluginAsyncTypebo
       security,
       body: EmbeddingsBody,
     },
-  }, async (request, reply) => services.embeddings.embed(request.body, clientGoneSignal(reply)));
+  }, async (request, reply) => {
+    const answer = await services.embeddings.embed(request.body, clientGoneSignal(reply));
+    request.ctx.recordUsage({ ...answer.usage, completion_tokens: 0 });
+    return answer;
+  });
 };
 
 /** POST /v1/rerank: documents scored against a query (the Cohere v2 / Jina shape). */

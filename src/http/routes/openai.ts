@@ -19,7 +19,7 @@ import type { AppServices } from '../services.ts';
 import type { ChatUsage } from '../../providers/spec.ts';
 import { answerOptionsOf, imageRequest, OpenAiImageAnswers, OpenAiImagesBody } from '../../openai/images.ts';
 import type { ResponseEvent } from '../../openai/responses-output.ts';
-import { ResponsesBody, type ResponseObject } from '../../openai/responses-schemas.ts';
+import { ResponsesBody } from '../../openai/responses-schemas.ts';
 
 const security = [{ bearer: [] }];
 
@@ -86,18 +86,14 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     },
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
-    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal);
+    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal, (usage) => request.ctx.recordUsage(usage));
     if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
     if (outcome.warnings.length > 0) reply.header('x-gengate-warnings', warningsHeader(outcome.warnings));
-    const recordUsage = (usage: { input_tokens: number; output_tokens: number } | null | undefined) => {
-      if (usage) request.ctx.recordUsage(usage.input_tokens, usage.output_tokens);
-    };
     const recordChatUsage = (usage: ChatUsage | undefined) => {
-      if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
+      if (usage) request.ctx.recordUsage(usage);
     };
     switch (outcome.kind) {
       case 'response':
-        recordUsage(outcome.response.usage);
         return outcome.response;
       case 'upstream-response':
         recordChatUsage(outcome.usage);
@@ -128,10 +124,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
         let sequence = 0;
         const send = (event: ResponseEvent) => sse.send(JSON.stringify({ ...event, sequence_number: sequence++ }), event.type);
         try {
-          for await (const event of outcome.events) {
-            if (event.type === 'response.completed' || event.type === 'response.incomplete') recordUsage((event.response as ResponseObject).usage);
-            await send(event);
-          }
+          for await (const event of outcome.events) await send(event);
         } catch (err) {
           if (signal.aborted) return;
           const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');

@@ -193,9 +193,13 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
       if (!reply.raw.writableFinished) run.abort(new ApiError('request_cancelled', 'the client went away'));
     });
     if (body.stream === false) {
-      const answer = await run.complete();
-      if (run.route) reply.headers(request.ctx.servedBy(run.route));
-      return answer;
+      try {
+        const answer = await run.complete();
+        if (run.route) reply.headers(request.ctx.servedBy(run.route));
+        return answer;
+      } finally {
+        request.ctx.recordUsage(run.usage);
+      }
     }
 
     // The headers name the channel of the run's first model call: the events before its answer wait for it.
@@ -208,6 +212,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
     const sse = new SseWriter(reply.raw, reply.getHeaders());
     for (const event of early) await sse.send(JSON.stringify(event));
     for (; !next.done; next = await events.next()) await sse.send(JSON.stringify(next.value));
+    request.ctx.recordUsage(run.usage);
     sse.end('[DONE]');
   });
 

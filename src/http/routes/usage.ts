@@ -5,12 +5,18 @@ import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
 const time = (description: string) => Type.Optional(Type.String({ description: `ISO-8601 time: ${description}` }));
+/** The token counts of a ledger row and of a usage group. */
+const TokenColumns = {
+  input_tokens: Type.Integer({ description: 'input tokens neither read from nor written to the upstream\'s prompt cache' }),
+  cached_input_tokens: Type.Integer({ description: 'input tokens read from the upstream\'s prompt cache (0 where it reports none)' }),
+  cache_write_tokens: Type.Integer({ description: 'input tokens written to the upstream\'s prompt cache (0 where it reports none)' }),
+  output_tokens: Type.Integer(),
+};
 const UsageRow = Type.Object({
   key: Type.String(),
   requests: Type.Integer({ description: 'ledger rows: calls and tasks' }),
   tasks: Type.Integer(),
-  input_tokens: Type.Integer(),
-  output_tokens: Type.Integer(),
+  ...TokenColumns,
   cost: Type.Number({ description: 'credits' }),
   errors: Type.Integer({ description: 'failed or rejected tasks and calls answered with an error (refused ones included)' }),
 });
@@ -58,8 +64,7 @@ const LedgerEntry = Type.Object({
   channel: Type.Union([Type.String(), Type.Null()]),
   status: Type.String({ description: 'a task\'s terminal status; for a call success, error, or refused (turned away before anything ran)' }),
   http_status: Type.Union([Type.Integer(), Type.Null()]),
-  input_tokens: Type.Integer(),
-  output_tokens: Type.Integer(),
+  ...TokenColumns,
   outputs: Type.Integer(),
   cost: Type.Number(),
   latency_ms: Type.Integer(),

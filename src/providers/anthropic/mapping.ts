@@ -142,7 +142,7 @@ export function usageOf(usage: AnthropicUsage): ChatUsage {
   const cacheWrite = usage.cache_creation_input_tokens ?? 0;
   const prompt = (usage.input_tokens ?? 0) + cacheRead + cacheWrite;
   const completion = usage.output_tokens ?? 0;
-  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cacheRead, cache_creation_tokens: cacheWrite } };
+  return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion, prompt_tokens_details: { cached_tokens: cacheRead, cache_write_tokens: cacheWrite } };
 }
 
 /** Anthropic's stop reasons as OpenAI finish reasons; an unknown one is a plain stop. */

@@ -12,10 +12,17 @@ export interface UsageSums {
   requests: number;
   tasks: number;
   input_tokens: number;
+  cached_input_tokens: number;
+  cache_write_tokens: number;
   output_tokens: number;
   cost: number;
   errors: number;
 }
+
+/** The sums of a usage group, added up alike in the daily aggregate, its merge and the answer. */
+const SUMMED = ['requests', 'tasks', 'input_tokens', 'cached_input_tokens', 'cache_write_tokens', 'output_tokens', 'cost', 'errors'] as const;
+/** The token and cost sums a ledger row adds to its group as they are. */
+const TOKEN_SUMS = ['input_tokens', 'cached_input_tokens', 'cache_write_tokens', 'output_tokens', 'cost'] as const;
 
 export interface UsageQuery {
   /** Milliseconds, from inclusive, to exclusive. */
@@ -73,6 +80,8 @@ function dailyOf(row: UsageLedgerRow): UsageDailyRow {
     requests: 1,
     tasks: row.kind === 'task' ? 1 : 0,
     input_tokens: row.input_tokens,
+    cached_input_tokens: row.cached_input_tokens,
+    cache_write_tokens: row.cache_write_tokens,
     output_tokens: row.output_tokens,
     cost: row.cost,
     errors: ERROR_STATUSES.includes(row.status) ? 1 : 0,
@@ -87,14 +96,7 @@ function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
     const key = JSON.stringify([daily.day, daily.user_id, daily.token_id, daily.model, daily.provider]);
     const sum = merged.get(key);
     if (!sum) merged.set(key, daily);
-    else {
-      sum.requests += daily.requests;
-      sum.tasks += daily.tasks;
-      sum.input_tokens += daily.input_tokens;
-      sum.output_tokens += daily.output_tokens;
-      sum.cost += daily.cost;
-      sum.errors += daily.errors;
-    }
+    else for (const field of SUMMED) sum[field] += daily[field];
   }
   return [...merged.values()];
 }
@@ -172,14 +174,9 @@ export class UsageRepo {
         .insertInto('usage_daily')
         .values(day)
         .onConflict((oc) =>
-          oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) => ({
-            requests: eb('usage_daily.requests', '+', eb.ref('excluded.requests')),
-            tasks: eb('usage_daily.tasks', '+', eb.ref('excluded.tasks')),
-            input_tokens: eb('usage_daily.input_tokens', '+', eb.ref('excluded.input_tokens')),
-            output_tokens: eb('usage_daily.output_tokens', '+', eb.ref('excluded.output_tokens')),
-            cost: eb('usage_daily.cost', '+', eb.ref('excluded.cost')),
-            errors: eb('usage_daily.errors', '+', eb.ref('excluded.errors')),
-          })),
+          oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) =>
+            Object.fromEntries(SUMMED.map((field) => [field, eb(`usage_daily.${field}`, '+', eb.ref(`excluded.${field}`))])),
+          ),
         )
         .execute();
     }
@@ -219,7 +216,7 @@ export class UsageRepo {
       for (const row of rows) {
         const sum = merged.get(row.key);
         if (!sum) merged.set(row.key, row);
-        else for (const field of ['requests', 'tasks', 'input_tokens', 'output_tokens', 'cost', 'errors'] as const) sum[field] += row[field];
+        else for (const field of SUMMED) sum[field] += row[field];
       }
     }
     return [...merged.values()].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
@@ -231,12 +228,7 @@ export class UsageRepo {
       .selectFrom('usage_daily')
       .select((eb) => [
         eb.ref(column).as('key'),
-        eb.fn.sum<number>('requests').as('requests'),
-        eb.fn.sum<number>('tasks').as('tasks'),
-        eb.fn.sum<number>('input_tokens').as('input_tokens'),
-        eb.fn.sum<number>('output_tokens').as('output_tokens'),
-        eb.fn.sum<number>('cost').as('cost'),
-        eb.fn.sum<number>('errors').as('errors'),
+        ...SUMMED.map((field) => eb.fn.sum<number>(field).as(field)),
       ])
       .where('day', '>=', fromDay)
       .where('day', '<', toDay)
@@ -255,9 +247,7 @@ export class UsageRepo {
         key.as('key'),
         eb.fn.countAll<number>().as('requests'),
         eb.fn.sum<number>(eb.case().when('kind', '=', 'task').then(1).else(0).end()).as('tasks'),
-        eb.fn.sum<number>('input_tokens').as('input_tokens'),
-        eb.fn.sum<number>('output_tokens').as('output_tokens'),
-        eb.fn.sum<number>('cost').as('cost'),
+        ...TOKEN_SUMS.map((field) => eb.fn.sum<number>(field).as(field)),
         eb.fn.sum<number>(isError(eb)).as('errors'),
       ])
       .where('created_at', '>=', from)
@@ -306,15 +296,9 @@ export class UsageRepo {
 }
 
 function numericSums(row: Record<string, unknown>): UsageSums {
-  return {
-    key: String(row.key ?? ''),
-    requests: Number(row.requests ?? 0),
-    tasks: Number(row.tasks ?? 0),
-    input_tokens: Number(row.input_tokens ?? 0),
-    output_tokens: Number(row.output_tokens ?? 0),
-    cost: Number(row.cost ?? 0),
-    errors: Number(row.errors ?? 0),
-  };
+  const sums = { key: String(row.key ?? '') } as UsageSums;
+  for (const field of SUMMED) sums[field] = Number(row[field] ?? 0);
+  return sums;
 }
 
 /** Time range and cursor over a table with created_at and id, newest first (the (…, created_at, id) indexes). */
