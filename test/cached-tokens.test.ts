@@ -127,11 +127,11 @@ function suite(backend: string, envOf: () => Promise<{ env: Record<string, strin
       assert.deepEqual([mine.input_tokens, mine.cached_input_tokens, mine.cache_write_tokens], [4, 5000, 0]);
     });
 
-    it('OpenAI Responses: input_tokens_details.cached_tokens and the ledger row of /openai/v1/responses', async (t) => {
+    it('OpenAI Responses over a chat upstream: input_tokens_details.cached_tokens and the ledger row of /openai/v1/responses', async (t) => {
       if (skip) return t.skip(skip);
       const token = await srv.tokenFor('cache-responses');
-      fakes.openai.script({ kind: 'reply', content: 'Cached answer', cached: 3000 });
-      const res = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: GPT, input: 'Hello there' } });
+      fakes.anthropic.script({ kind: 'text', text: 'Cached answer', cache: { read: 3000, write: 0 } });
+      const res = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: CLAUDE, input: 'Hello there' } });
       const body: Json = await res.json();
       assert.equal(res.status, 200, JSON.stringify(body));
       assert.equal(body.usage.input_tokens, 3002);
@@ -141,8 +141,8 @@ function suite(backend: string, envOf: () => Promise<{ env: Record<string, strin
       assert.deepEqual(tokensOf(row), { input: 2, cached: 3000, write: 0, output: 2 });
       assert.equal(row.cost, costOf({ input: 2, cached: 3000, write: 0, output: 2 }));
 
-      fakes.openai.script({ kind: 'reply', content: 'Cached answer', cached: 1500 });
-      const streamed = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: GPT, input: 'Hello there', stream: true } });
+      fakes.anthropic.script({ kind: 'text', text: 'Cached answer', cache: { read: 1500, write: 0 } });
+      const streamed = await srv.fetch('/openai/v1/responses', { method: 'POST', token, json: { model: CLAUDE, input: 'Hello there', stream: true } });
       const completed = (await events(streamed)).at(-1);
       assert.equal(completed.type, 'response.completed');
       assert.deepEqual(completed.response.usage.input_tokens_details, { cached_tokens: 1500 });

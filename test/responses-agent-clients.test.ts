@@ -224,7 +224,8 @@ describe('Responses API passed through to an upstream that serves it', () => {
     assert.deepEqual(completed.response.output.map((item: Json) => item.type), ['reasoning', 'function_call']);
     const usage = completed.response.usage;
     const after = await usageByModel(srv, token, before[0]! + 1);
-    assert.deepEqual(after[RESPONSES_MODEL.alias], [before[0]! + 1, before[1]! + usage.input_tokens, before[2]! + usage.output_tokens]);
+    // The ledger's input tokens are the uncached ones.
+    assert.deepEqual(after[RESPONSES_MODEL.alias], [before[0]! + 1, before[1]! + usage.input_tokens - usage.input_tokens_details.cached_tokens, before[2]! + usage.output_tokens]);
   });
 
   it('serves the openai client: a streamed turn with a reasoning item, and a second turn sending the encrypted reasoning back', async () => {
