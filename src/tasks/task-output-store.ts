@@ -1,7 +1,7 @@
 import { contentKey } from '../assets/asset-hash.ts';
 import type { StoredOutputContent } from '../assets/asset-outputs.ts';
 import type { AssetService } from '../assets/asset-service.ts';
-import type { FileService, PendingFile } from '../files/file-service.ts';
+import { NEVER_EXPIRES, type FileService, type PendingFile } from '../files/file-service.ts';
 import type { GeneratedFile } from '../providers/spec.ts';
 import type { EndHandler } from './task-endings.ts';
 import type { GeneralOutput } from './task-record.ts';
@@ -19,14 +19,22 @@ interface StoredFile {
  * asset rows in it.
  */
 export class TaskOutputStore {
-  constructor(private readonly deps: { files: FileService; assets: AssetService }) {}
+  constructor(private readonly deps: { files: FileService; assets: AssetService; /** OUTPUT_RETENTION_DAYS; undefined keeps outputs forever. */ retentionMs: number | undefined }) {}
 
   /**
    * The end handler of every endpoint; registered before the domains' handlers, so the result's
    * output_content lists the files (then the engine's texts) when they run.
    */
   readonly onEnd: EndHandler = async (ending) => {
-    if (ending.status !== 'success' || !ending.output || ending.output.files.length === 0) return undefined;
+    if (ending.status !== 'success') return undefined;
+    const { retentionMs } = this.deps;
+    const expiresAt = retentionMs === undefined ? NEVER_EXPIRES : Date.now() + retentionMs;
+    // Every item says when it goes, the engine's texts too.
+    const dated = (item: GeneralOutput): GeneralOutput => (retentionMs === undefined ? item : { ...item, expires_at: new Date(expiresAt).toISOString() });
+    if (!ending.output || ending.output.files.length === 0) {
+      if (ending.result.output_content) ending.result.output_content = ending.result.output_content.map(dated);
+      return undefined;
+    }
     const stored: StoredFile[] = [];
     const drop = async () => {
       for (const { asset } of stored) await this.deps.assets.outputs.dropOutput(asset);
@@ -41,12 +49,12 @@ export class TaskOutputStore {
       await drop();
       throw err;
     }
-    ending.result.output_content = [...stored.map(({ file, served }) => this.itemOf(file, served)), ...(ending.result.output_content ?? [])];
+    ending.result.output_content = [...stored.map(({ file, served }) => this.itemOf(file, served)), ...(ending.result.output_content ?? [])].map(dated);
     const { task } = ending;
     return {
       write: async (db) => {
         for (const { file, served, asset } of stored) {
-          await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db);
+          await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db, { taskId: task.id, contentHash: asset.hash, expiresAt });
           await this.deps.assets.outputs.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
         }
       },
