@@ -126,9 +126,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, liveness: db.dialect === 'sqlite' ? { sole: true } : { sole: false, ...heartbeat }, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
-  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
+  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe, outputRetentionMs: settings.outputRetentionMs });
   // Registered first: the domains' end handlers find the stored files in the result.
-  tasks.onEnd(() => true, new TaskOutputStore({ files, assets, retentionMs: settings.outputRetentionMs }).onEnd);
+  tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
   const taskEvents = new TaskEventStreams(tasks, bus, { heartbeatMs: settings.taskEventsHeartbeatMs, logger: logger.child({ component: 'task-events' }) });
   const outputRetention = new OutputRetention({ files, assets, logger });
   const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));

@@ -19,22 +19,15 @@ interface StoredFile {
  * asset rows in it.
  */
 export class TaskOutputStore {
-  constructor(private readonly deps: { files: FileService; assets: AssetService; /** OUTPUT_RETENTION_DAYS; undefined keeps outputs forever. */ retentionMs: number | undefined }) {}
+  constructor(private readonly deps: { files: FileService; assets: AssetService }) {}
 
   /**
    * The end handler of every endpoint; registered before the domains' handlers, so the result's
    * output_content lists the files (then the engine's texts) when they run.
    */
   readonly onEnd: EndHandler = async (ending) => {
-    if (ending.status !== 'success') return undefined;
-    const { retentionMs } = this.deps;
-    const expiresAt = retentionMs === undefined ? NEVER_EXPIRES : Date.now() + retentionMs;
-    // Every item says when it goes, the engine's texts too.
-    const dated = (item: GeneralOutput): GeneralOutput => (retentionMs === undefined ? item : { ...item, expires_at: new Date(expiresAt).toISOString() });
-    if (!ending.output || ending.output.files.length === 0) {
-      if (ending.result.output_content) ending.result.output_content = ending.result.output_content.map(dated);
-      return undefined;
-    }
+    if (ending.status !== 'success' || !ending.output || ending.output.files.length === 0) return undefined;
+    const expiresAt = ending.outputsExpireAt ?? NEVER_EXPIRES;
     const stored: StoredFile[] = [];
     const drop = async () => {
       for (const { asset } of stored) await this.deps.assets.outputs.dropOutput(asset);
@@ -49,7 +42,7 @@ export class TaskOutputStore {
       await drop();
       throw err;
     }
-    ending.result.output_content = [...stored.map(({ file, served }) => this.itemOf(file, served)), ...(ending.result.output_content ?? [])].map(dated);
+    ending.result.output_content = [...stored.map(({ file, served }) => this.itemOf(file, served)), ...(ending.result.output_content ?? [])];
     const { task } = ending;
     return {
       write: async (db) => {

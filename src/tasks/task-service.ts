@@ -106,7 +106,14 @@ export class TaskService {
     private readonly bus: EventBus,
     private readonly queue: TaskQueue,
     private readonly runtimeConfig: RuntimeConfig,
-    private readonly opts: { instanceId: string; logger: Logger; now?: () => number; observe?: (row: TaskRow) => void },
+    private readonly opts: {
+      instanceId: string;
+      logger: Logger;
+      now?: () => number;
+      observe?: (row: TaskRow) => void;
+      /** OUTPUT_RETENTION_DAYS: a successful task's outputs expire this long after its end; undefined keeps them. */
+      outputRetentionMs?: number;
+    },
   ) {
     this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
     this.endings = new TaskEndings(opts.logger);
@@ -277,8 +284,16 @@ export class TaskService {
   }
 
   private async prepareEnd(row: TaskRow, status: TaskStatus, extra: TransitionExtra): Promise<{ ending: TaskEnding; prepared: PreparedEnd | undefined }> {
-    const ending: TaskEnding = { task: row, status, ...(extra.output ? { output: extra.output } : {}), result: { ...parseResult(row), ...extra.result } };
-    return { ending, prepared: await this.endings.prepare(ending) };
+    const retentionMs = this.opts.outputRetentionMs;
+    const outputsExpireAt = status === 'success' && retentionMs !== undefined ? this.now() + retentionMs : undefined;
+    const ending: TaskEnding = { task: row, status, ...(extra.output ? { output: extra.output } : {}), result: { ...parseResult(row), ...extra.result }, ...(outputsExpireAt !== undefined ? { outputsExpireAt } : {}) };
+    const prepared = await this.endings.prepare(ending);
+    // After every handler: each item says when it goes, whichever handler added it (texts too).
+    if (outputsExpireAt !== undefined && ending.result.output_content) {
+      const expiresAt = new Date(outputsExpireAt).toISOString();
+      ending.result.output_content = ending.result.output_content.map((item) => ({ ...item, expires_at: expiresAt }));
+    }
+    return { ending, prepared };
   }
 
   private async write(
