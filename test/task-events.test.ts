@@ -149,7 +149,7 @@ describe('task event streams', () => {
       assert.equal(body.error.type, 'not_found_error');
       assert.equal(body.error.code, 'task_not_found');
     }
-    for (const bad of ['abc', '-3', '1.5', '12abc']) {
+    for (const bad of ['abc', '-3', '1.5', '12abc', '999999']) {
       const res = await openStream(srv.url, token, taskId, bad);
       assert.equal(res.status, 400, bad);
       const body = (await res.json()) as Json;

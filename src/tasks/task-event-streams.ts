@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { ApiError } from '../core/errors.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { EventBus, TaskStreamEvent } from '../storage/event-bus.ts';
 import type { TaskStatusRecord } from './task-record.ts';
@@ -62,6 +63,8 @@ export class TaskEventStreams {
     try {
       // After subscribing: whatever is written from here on arrives on the bus or is in the store.
       const snapshot = await this.tasks.snapshot(ownerId, taskId);
+      // Events are stored before anyone sees them: an id past the last stored one was never sent.
+      if (lastEventId !== undefined && lastEventId > snapshot.seq) throw new ApiError('invalid_parameter', `Last-Event-ID ${lastEventId} is past the last event of task ${taskId} (${snapshot.seq})`, 'Last-Event-ID');
       const sink = startSink();
       this.open.add(stop);
       sink.onClose(stop);
@@ -83,8 +86,8 @@ export class TaskEventStreams {
 
       const deliver = async (event: TaskStreamEvent): Promise<void> => {
         if (paced && event.kind === 'progress') {
-          const wait = lastProgressAt + PROGRESS_EVENT_SPACING_MS - Date.now();
-          if (wait > 0) await pause(wait);
+          // A pause also ends when an event comes in: the time is checked again.
+          for (let wait = lastProgressAt + PROGRESS_EVENT_SPACING_MS - Date.now(); wait > 0 && !stopped; wait = lastProgressAt + PROGRESS_EVENT_SPACING_MS - Date.now()) await pause(wait);
           if (stopped) return;
           lastProgressAt = Date.now();
         }

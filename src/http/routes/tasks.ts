@@ -39,7 +39,7 @@ export const taskRoutes = (services: AppServices): FastifyPluginAsyncTypebox => 
     schema: {
       tags: ['tasks'],
       summary: 'Follow one of your tasks as server-sent events',
-      description: 'text/event-stream of events `status` (the task status record), `progress` ({progress}), `preview` ({url}) and `output` (an output_content item), each with the `id:` of its place in the task\'s sequence; ends after the terminal status. With Last-Event-ID: every event after that one. 400 invalid_parameter for a Last-Event-ID that is not a whole number.',
+      description: 'text/event-stream of events `status` (the task status record), `progress` ({progress}), `preview` ({url}) and `output` (an output_content item), each with the `id:` of its place in the task\'s sequence; ends after the terminal status. With Last-Event-ID: every event after that one. 400 invalid_parameter for a Last-Event-ID that is not a whole number or is past the task\'s last event.',
       security,
       params: TaskParams,
       headers: Type.Object({ 'last-event-id': Type.Optional(Type.String()) }),
