@@ -23,6 +23,8 @@ import type { TaskQueue } from './tasks/task-queue.ts';
 import { TaskService } from './tasks/task-service.ts';
 import { TaskRunner } from './tasks/task-runner.ts';
 import { TaskOutputStore } from './tasks/task-output-store.ts';
+import { TaskEventStreams } from './tasks/task-event-streams.ts';
+import { OutputRetention } from './tasks/output-retention.ts';
 import { InputReader, ownFileRef } from './tasks/input-reader.ts';
 import { OutboundFetcher, type HostResolver } from './tasks/outbound-fetch.ts';
 import { OutboundUrlPolicy } from './core/outbound-urls.ts';
@@ -124,9 +126,11 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     : new DbTaskQueue(tasksRepo, { instanceId: settings.instanceId, leaseMs: settings.taskLeaseMs, liveness: db.dialect === 'sqlite' ? { sole: true } : { sole: false, ...heartbeat }, logger: queueLogger });
   const metrics = createMetricsRegistry();
   const taskMetrics = new TaskMetrics(metrics);
-  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe });
+  const tasks = new TaskService(tasksRepo, bus, queue, runtimeConfig, { instanceId: settings.instanceId, logger: logger.child({ component: 'tasks' }), observe: taskMetrics.observe, outputRetentionMs: settings.outputRetentionMs });
   // Registered first: the domains' end handlers find the stored files in the result.
   tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
+  const taskEvents = new TaskEventStreams(tasks, bus, { heartbeatMs: settings.taskEventsHeartbeatMs, logger: logger.child({ component: 'task-events' }) });
+  const outputRetention = new OutputRetention({ files, assets, logger });
   const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
   const findModel = (name: string) => catalog.find(name) ?? engines.findModel?.(name);
   // Limits and the ledger: every task settles in the transaction that ends it. Shared counters with Redis.
@@ -198,7 +202,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
   const services: AppServices = { limits, idempotency, usage, redis: redisBus,
-    settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
+    settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };
   const app = await buildApp(services);
@@ -215,8 +219,12 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const realtimeServer = settings.realtimePort === undefined || !servesApi ? undefined : await startRealtimeServer(realtime, { host: settings.host, port: settings.realtimePort });
   if (realtimeServer) realtimeLogger.info({ port: realtimeServer.port }, 'realtime gateway listening on its own port');
 
-  const sweep = () => files.sweep().catch((err: unknown) => logger.error({ err }, 'file sweep failed'));
-  const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(settings.fileRetentionMs / 4))));
+  const sweep = () => {
+    void files.sweep().catch((err: unknown) => logger.error({ err }, 'file sweep failed'));
+    void outputRetention.sweep().catch((err: unknown) => logger.error({ err }, 'output retention sweep failed'));
+  };
+  const shortestRetentionMs = Math.min(settings.fileRetentionMs, settings.outputRetentionMs ?? Infinity);
+  const sweepTimer = setInterval(sweep, Math.min(60_000, Math.max(250, Math.floor(shortestRetentionMs / 4))));
   sweepTimer.unref();
   void sweep();
   assets.sweeper.start();
@@ -243,6 +251,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await realtimeServer?.close();
       // Agent streams end, and synchronous callers still waiting get the async body, so the HTTP server can close.
       agents.close();
+      taskEvents.close();
       tasks.close();
       await app.close();
       await queue.stop();

@@ -1,3 +1,4 @@
+import { readTaskEvents } from './support/sse.ts';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
@@ -238,6 +239,24 @@ describe('ComfyUI adapter', () => {
     const sent = fake.requestsTo('/prompt', 'POST').slice(before);
     assert.equal(sent.length, 2);
     assert.deepEqual(sent[0]!.json, sent[1]!.json);
+  });
+
+  it('passes the sampler\'s preview frames on as preview events of the task\'s stream, each a served image file', async () => {
+    const { fake, user } = gateway;
+    fake.hold();
+    try {
+      const taskId = await submitAsync(user, { model: TEXT_TO_IMAGE, prompt: 'a preview of a fox', steps: 3, size: '32x32' });
+      const res = await fetch(`${user.srv.url}/v1/tasks/${taskId}/events`, { headers: { authorization: `Bearer ${user.token}` } });
+      const { events } = await readTaskEvents(res, (got) => got.some((e) => e.event === 'preview'));
+      const preview = events.find((e) => e.event === 'preview')!;
+      assert.deepEqual(Object.keys(preview.data), ['url']);
+      const served = await fetch(preview.data.url);
+      assert.equal(served.status, 200);
+      assert.equal(served.headers.get('content-type'), 'image/png');
+      assert.ok(Buffer.from(await served.arrayBuffer()).equals(fake.previewImage), 'the bytes ComfyUI sent');
+    } finally {
+      fake.release();
+    }
   });
 
   it('cancels a running prompt with /interrupt and a queued one by deleting it from the queue', async () => {

@@ -165,8 +165,8 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
     }
   });
 
-  it('deletes expired files from the bucket, but not the asset content an expired output shares', async () => {
-    const short = await startTestServer({ ...s3.env, GENGATE_CONFIG: JSON.stringify({ limits: { file_retention_ms: 1500 } }) });
+  it('deletes expired uploads from the bucket, and with OUTPUT_RETENTION_DAYS expired outputs too (410), but not content an asset keeps', async () => {
+    const short = await startTestServer({ ...s3.env, OUTPUT_RETENTION_DAYS: String(2000 / (24 * 60 * 60 * 1000)), GENGATE_CONFIG: JSON.stringify({ limits: { file_retention_ms: 1500 } }) });
     try {
       const briefToken = await short.tokenFor('brief');
       const url = await uploadFile(short, briefToken, Buffer.from('short-lived'), 'brief.txt');
@@ -175,13 +175,20 @@ describe('the gateway on an S3 bucket (s3rver)', () => {
       const generated = await short.fetch('/v1/images/generations', { method: 'POST', token: briefToken, json: { model: 'seedream-4.0', prompt: 'a brief light', size: '16x16' } });
       const output: Json = await generated.json();
       assert.equal(generated.status, 200, JSON.stringify(output));
+      const kept = await short.fetch('/v1/images/generations', { method: 'POST', token: briefToken, json: { model: 'seedream-4.0', prompt: 'a kept light', size: '16x16' } });
+      const keptOutput: Json = await kept.json();
+      const assets: Json[] = ((await (await short.fetch('/api/assets?include_tags=output', { token: briefToken })).json()) as Json).assets;
+      const outputAsset = assets.find((a) => a.job_id === output.task_id)!;
+      const keptAsset = assets.find((a) => a.job_id === keptOutput.task_id)!;
+      const outputKey = `assets/${outputAsset.hash.slice('blake3:'.length)}`;
+      const keptKey = `assets/${keptAsset.hash.slice('blake3:'.length)}`;
+      assert.equal((await short.fetch('/api/assets/from-hash', { method: 'POST', token: briefToken, json: { hash: keptAsset.hash, name: 'mine.png', tags: ['input'] } })).status, 201);
       await eventually('the sweeper to delete the object', async () => (await store.size(key)) === undefined, 10_000);
       assert.equal((await fetch(url)).status, 404);
-      await eventually('the output URL to expire', async () => (await fetch(output.data[0].url)).status === 404, 10_000);
-      const [asset] = ((await (await short.fetch('/api/assets?include_tags=output', { token: briefToken })).json()) as Json).assets;
-      const content = await short.fetch(`/api/assets/${asset.id}/content`, { token: briefToken });
-      assert.equal(content.status, 200);
-      assert.equal((await content.arrayBuffer()).byteLength, asset.size);
+      await eventually('the output object to be deleted', async () => (await store.size(outputKey)) === undefined, 10_000);
+      assert.equal((await fetch(output.data[0].url)).status, 410);
+      assert.equal((await fetch(keptOutput.data[0].url)).status, 200, 'its content is an asset of the registry');
+      assert.equal(await store.size(keptKey), keptAsset.size);
     } finally {
       await short.close();
     }

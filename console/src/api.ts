@@ -47,3 +47,49 @@ export async function whoAmI(token: string): Promise<'admin' | 'user'> {
     throw err;
   }
 }
+
+/** One event of a task's event stream. */
+export interface StreamEvent {
+  id: string;
+  event: string;
+  data: any;
+}
+
+/**
+ * Reads a server-sent-events route with the signed-in token (fetch streaming: EventSource
+ * cannot send the Authorization header), calling `onEvent` for each event until the stream
+ * ends or `signal` aborts. `lastEventId` resumes after that event.
+ */
+export async function streamEvents(path: string, onEvent: (event: StreamEvent) => void, opts: { lastEventId?: string; signal?: AbortSignal } = {}): Promise<void> {
+  const headers: Record<string, string> = { accept: 'text/event-stream' };
+  const token = session.token();
+  if (token) headers.authorization = `Bearer ${token}`;
+  if (opts.lastEventId !== undefined) headers['last-event-id'] = opts.lastEventId;
+  const res = await fetch(path, { headers, signal: opts.signal });
+  if (!res.ok || !res.body) {
+    const error = (await res.json().catch(() => ({})))?.error ?? {};
+    throw new ApiFailure(res.status, String(error.code ?? res.status), String(error.message ?? res.statusText));
+  }
+  const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) return;
+    buffer += value;
+    // Events end with a blank line; comment lines (":") only keep the connection open.
+    for (let end = buffer.indexOf('\n\n'); end >= 0; end = buffer.indexOf('\n\n')) {
+      const block = buffer.slice(0, end);
+      buffer = buffer.slice(end + 2);
+      const fields: Record<string, string> = {};
+      for (const line of block.split('\n')) {
+        if (line.startsWith(':')) continue;
+        const colon = line.indexOf(':');
+        if (colon < 0) continue;
+        const name = line.slice(0, colon);
+        const text = line.slice(colon + 1).replace(/^ /, '');
+        fields[name] = name === 'data' && fields.data !== undefined ? `${fields.data}\n${text}` : text;
+      }
+      if (fields.data !== undefined) onEvent({ id: fields.id ?? '', event: fields.event ?? 'message', data: JSON.parse(fields.data) });
+    }
+  }
+}

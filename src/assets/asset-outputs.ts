@@ -76,6 +76,15 @@ export class AssetOutputs {
     if (content.stored && !this.waiting.has(content.hash) && !(await this.ctx.repo.hasContent(content.hash))) await this.ctx.blobs.delete(contentKey(content.hash));
   }
 
+  /**
+   * An output reached the end of its retention: the records its task made of it go, and its
+   * bytes with them unless another record (or an end about to record them) uses them.
+   */
+  async expireOutput(ownerId: string, jobId: string, hash: string): Promise<void> {
+    await this.ctx.repo.deleteOutputRecords(ownerId, jobId, hash);
+    if (!this.waiting.has(hash) && (await this.ctx.repo.deleteUnreferencedContent(hash))) await this.ctx.blobs.delete(contentKey(hash));
+  }
+
   /** Runs `store` with the hash held, from before the store looks for the bytes; released when it fails. */
   private async holding(hash: string, store: () => Promise<StoredOutputContent>): Promise<StoredOutputContent> {
     this.waiting.set(hash, (this.waiting.get(hash) ?? 0) + 1);

@@ -32,11 +32,11 @@ export class SseWriter {
   }
 
   /**
-   * Queues `data: <data>` (after `event: <event>` when named) for this turn's write; resolves at
+   * Queues `data: <data>` (after `id: <id>` and `event: <event>` when given) for this turn's write; resolves at
    * once unless the socket cannot take more, then when it can.
    */
-  async send(data: string, event?: string): Promise<void> {
-    this.pending += `${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`;
+  async send(data: string, event?: string, id?: number): Promise<void> {
+    this.pending += `${id === undefined ? '' : `id: ${id}\n`}${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`;
     if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
@@ -52,6 +52,15 @@ export class SseWriter {
       this.res.on('drain', done);
       this.res.on('close', done);
     });
+  }
+
+  /** Queues a comment line (`: <text>`), which clients ignore and proxies see as traffic. */
+  comment(text: string): void {
+    this.pending += `: ${text}\n\n`;
+    if (!this.flushScheduled) {
+      this.flushScheduled = true;
+      setImmediate(this.flush);
+    }
   }
 
   private readonly flush = (): void => {

@@ -201,6 +201,10 @@ export interface Settings {
   filesRedirectTtlSeconds: number;
   /** USAGE_RETENTION_DAYS: usage ledger rows older than this are deleted (daily sums stay); 0 keeps them. */
   usageRetentionDays: number;
+  /** OUTPUT_RETENTION_DAYS in milliseconds: how long task outputs are kept; undefined keeps them forever. */
+  outputRetentionMs: number | undefined;
+  /** TASK_EVENTS_HEARTBEAT_MS: a task event stream sends a comment line when no event went for this long. */
+  taskEventsHeartbeatMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -211,6 +215,15 @@ function intSetting(env: NodeJS.ProcessEnv, name: string, fallback: number, min 
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min) throw new SettingsError(`${name}: expected an integer >= ${min}, got "${raw}"`);
   return n;
+}
+
+/** A positive number of days (fractions allowed) as milliseconds; unset: undefined. */
+function daysSetting(env: NodeJS.ProcessEnv, name: string): number | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw.trim() === '') return undefined;
+  const days = Number(raw);
+  if (!Number.isFinite(days) || days <= 0) throw new SettingsError(`${name}: expected a positive number of days (fractions allowed), got "${raw}"`);
+  return Math.max(1, Math.round(days * 24 * 60 * 60 * 1000));
 }
 
 function boolSetting(env: NodeJS.ProcessEnv, name: string, fallback: boolean): boolean {
@@ -340,6 +353,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     filesDelivery,
     filesRedirectTtlSeconds: intSetting(env, 'FILES_REDIRECT_TTL_SECONDS', 900, 1),
     usageRetentionDays: intSetting(env, 'USAGE_RETENTION_DAYS', 90),
+    outputRetentionMs: daysSetting(env, 'OUTPUT_RETENTION_DAYS'),
+    taskEventsHeartbeatMs: intSetting(env, 'TASK_EVENTS_HEARTBEAT_MS', 15_000, 10),
   };
 }
 

@@ -8,6 +8,8 @@ export const ERROR_TYPES = {
   403: 'permission_error',
   404: 'not_found_error',
   409: 'conflict_error',
+  // Gone: a task output past its retention (OUTPUT_RETENTION_DAYS).
+  410: 'not_found_error',
   413: 'invalid_request_error',
   422: 'invalid_request_error',
   429: 'rate_limit_error',
@@ -60,6 +62,7 @@ export const ERROR_CODES = {
   delivery_not_found: 404,
   previous_response_not_found: 404,
   channel_not_found: 404,
+  file_expired: 410,
   task_already_finished: 409,
   task_not_cancellable: 409,
   delivery_not_retryable: 409,

@@ -15,6 +15,8 @@ export interface GeneralOutput {
   mediaSize?: MediaSize;
   uploaded?: boolean;
   has_audio?: boolean;
+  /** ISO-8601: when the output is deleted and its URL answers 410 (with OUTPUT_RETENTION_DAYS). */
+  expires_at?: string;
 }
 
 /** What a finished (or partly finished) run leaves in the task's `result` column. */

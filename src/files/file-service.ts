@@ -14,6 +14,18 @@ export interface StoredFile {
   expiresAt: number;
 }
 
+/** The expiry of an output kept forever (OUTPUT_RETENTION_DAYS unset): the last time a Date can hold. */
+export const NEVER_EXPIRES = 8_640_000_000_000_000;
+
+/** What ties a served file to the task whose output it is (see OutputRetention in tasks/output-retention.ts). */
+export interface OutputFile {
+  taskId: string;
+  /** The asset content the file shares. */
+  contentHash: string;
+  /** Epoch ms; NEVER_EXPIRES when outputs are kept forever. */
+  expiresAt: number;
+}
+
 export interface PendingFile {
   id: string;
   blobKey: string;
@@ -83,12 +95,20 @@ export class FileService {
   }
 
   /**
-   * Makes written content a served file of the user, live for the retention period; with `db`
-   * (a transaction in progress) its row is written in that transaction.
+   * Makes written content a served file of the user, live for the retention period (a task
+   * output: until its own expiry); with `db` (a transaction in progress) its row is written in
+   * that transaction.
    */
-  async register(userId: string, pending: PendingFile, fileName: string, mimeType: string, db?: DbHandle): Promise<StoredFile> {
+  async register(userId: string, pending: PendingFile, fileName: string, mimeType: string, db?: DbHandle, output?: OutputFile): Promise<StoredFile> {
     const now = Date.now();
-    const row: FileRow = { id: pending.id, user_id: userId, file_name: fileName, mime_type: mimeType, size: pending.size, blob_key: pending.blobKey, created_at: now, expires_at: now + this.opts.retentionMs };
+    const row: FileRow = {
+      id: pending.id, user_id: userId, file_name: fileName, mime_type: mimeType, size: pending.size, blob_key: pending.blobKey, created_at: now,
+      expires_at: output?.expiresAt ?? now + this.opts.retentionMs,
+      task_id: output?.taskId ?? null,
+      content_hash: output?.contentHash ?? null,
+      expired_at: null,
+      sweep_at: output ? output.expiresAt : null,
+    };
     await (db ? this.repo.in(db) : this.repo).insert(row);
     return { id: row.id, fileName, mimeType, size: row.size, url: this.urlOf(row.id, fileName), expiresAt: row.expires_at };
   }
@@ -98,10 +118,19 @@ export class FileService {
     return this.register(userId, await this.write(source), fileName, mimeType);
   }
 
-  /** The live file with that id and name, or undefined (unknown, expired or renamed). */
+  /**
+   * The live file with that id and name, or undefined (unknown, expired or renamed). An output
+   * past its expiry is still live while its content is also an asset of its owner's.
+   */
   async find(id: string, fileName: string): Promise<FileRow | undefined> {
     const row = await this.repo.findLive(id, Date.now());
     return row && row.file_name === fileName ? row : undefined;
+  }
+
+  /** Whether that id and name were a task output that has expired (410 file_expired, where an expired upload is unknown). */
+  async isExpiredOutput(id: string, fileName: string): Promise<boolean> {
+    const row = await this.repo.findOutput(id);
+    return row !== undefined && row.file_name === fileName && (row.expired_at !== null || row.expires_at <= Date.now());
   }
 
   /** The live file with that id and name and its bytes, or undefined. */
@@ -122,11 +151,31 @@ export class FileService {
     return this.blobs.presign(row.blob_key, opts);
   }
 
-  /** Deletes expired files (their own bytes first, then the row); answers how many went. */
+  /** Up to `limit` task outputs the retention sweep is due to look at (tasks/output-retention.ts). */
+  dueOutputs(now: number, limit: number): Promise<FileRow[]> {
+    return this.repo.listDueOutputs(now, limit);
+  }
+
+  /** Whether an expired output's content is also a live asset of its owner (made by a user, not as a task output): it is kept then. */
+  isHeldByAsset(id: string): Promise<boolean> {
+    return this.repo.isHeldByAsset(id);
+  }
+
+  /** Looks at a kept output again at `at`. */
+  sweepLater(id: string, at: number): Promise<void> {
+    return this.repo.sweepLater(id, at);
+  }
+
+  /** Retires an expired output: its URL answers 410 from now on; false when another instance did it first. */
+  retire(id: string, now = Date.now()): Promise<boolean> {
+    return this.repo.retire(id, now);
+  }
+
+  /** Deletes expired files other than task outputs (their own bytes first, then the row); answers how many went. */
   async sweep(now = Date.now()): Promise<number> {
     let removed = 0;
     for (;;) {
-      const batch = await this.repo.listExpired(now, 500);
+      const batch = await this.repo.listExpiredUploads(now, 500);
       for (const row of batch) {
         if (row.blob_key === ownBlobKey(row.id)) await this.blobs.delete(row.blob_key);
         await this.repo.delete(row.id);

@@ -11,6 +11,7 @@ import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../storage/event-bus.ts';
 import type { RedisEventBus } from '../storage/redis-event-bus.ts';
 import type { TaskService } from '../tasks/task-service.ts';
+import type { TaskEventStreams } from '../tasks/task-event-streams.ts';
 import type { GenerationService } from '../tasks/generation-service.ts';
 import type { ImageService } from '../images/service.ts';
 import type { VideoService } from '../video/service.ts';
@@ -50,6 +51,8 @@ export interface AppServices {
   /** Redis as this instance reaches it, with REDIS_URL (GET /healthz pings it). */
   redis: Pick<RedisEventBus, 'ping'> | undefined;
   tasks: TaskService;
+  /** The event streams of tasks (GET /v1/tasks/:taskId/events). */
+  taskEvents: TaskEventStreams;
   generations: GenerationService;
   /** One service per modality: the routes and the agent's tools submit through them. */
   images: ImageService;

@@ -92,6 +92,11 @@ export interface RunContext {
   publish(data: Buffer, fileName: string, mimeType: string): Promise<string>;
   /** Records a request option the run could not pass on; a successful task lists it in generate_info.warnings. */
   warn(message: string): void;
+  /**
+   * Shows a draft of the output while the run goes on (an engine's preview image): stored as a
+   * file and sent as a `preview` event of the task's stream. Never fails the run.
+   */
+  preview(image: Buffer, mimeType: string): Promise<void>;
 }
 
 /** Bytes read from a request reference. */

@@ -13,9 +13,21 @@ export interface TaskStatusEvent {
   record: TaskStatusRecord;
 }
 
+/** One event of a task's event stream (GET /v1/tasks/:taskId/events), as task_events stores it. */
+export interface TaskStreamEvent {
+  /** Its place in the task's sequence: the stream's `id:`. */
+  seq: number;
+  /** status, progress, preview or output: the stream's `event:`. */
+  kind: string;
+  /** JSON: the stream's `data:`. */
+  data: string;
+}
+
 /** Messages the instances of a deployment exchange. */
 export interface BusTopics {
   'task.status': TaskStatusEvent;
+  /** Events of a task's stream, published after they were persisted. */
+  'task.events': { taskId: string; events: TaskStreamEvent[] };
   /** Whoever runs the task stops it (the record is already cancelled). */
   'task.cancel': { taskId: string };
   /** A user's answer to an agent's request for approval. */

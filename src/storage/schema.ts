@@ -30,6 +30,7 @@ export interface Database {
   usage_ledger: UsageLedgerRow;
   usage_daily: UsageDailyRow;
   idempotency_keys: IdempotencyKeyRow;
+  task_events: TaskEventRow;
 }
 
 export interface UserRow {
@@ -137,7 +138,27 @@ export interface FileRow {
   size: number;
   blob_key: string;
   created_at: number;
+  /** When the URL stops serving; an output kept forever has NEVER_EXPIRES. */
   expires_at: number;
+  /** The task whose output this file serves; null for uploads and other temporary files. */
+  task_id: string | null;
+  /** The asset content (`blake3:<hex>`) an output's bytes are, when they are shared with the registry. */
+  content_hash: string | null;
+  /** Set when an output was retired at its expiry: its URL answers 410 from then on. */
+  expired_at: number | null;
+  /** A task output: when the retention sweep looks at it next (its expiry, later when an asset kept it). */
+  sweep_at: number | null;
+}
+
+/** A task's event as its event stream sends it, numbered per task (tasks.event_seq allocates). */
+export interface TaskEventRow {
+  task_id: string;
+  seq: number;
+  /** status, progress, preview or output. */
+  kind: string;
+  /** JSON: the event's data. */
+  data: string;
+  created_at: number;
 }
 
 /** Asset content, stored once per hash in the blob store under `blob_key`. */
@@ -247,6 +268,8 @@ export interface TaskRow {
   token_id: string | null;
   /** Micro-credits the submit reserved against credit limits, released when the task ends. */
   reserved_credits: number;
+  /** The sequence number of the task's last event (task_events). */
+  event_seq: number;
 }
 
 /** The liveness of one instance of the database queue: it is alive until `alive_until` unless it beats again. */

@@ -23,6 +23,8 @@ export interface TaskEnding {
   readonly output?: GenerationOutput;
   /** The result the end writes. Handlers may add to it (output items, extra); later handlers see their additions. */
   result: TaskResult;
+  /** Epoch ms when a successful task's outputs expire (OUTPUT_RETENTION_DAYS); undefined: they are kept for good. */
+  readonly outputsExpireAt?: number;
 }
 
 /** What a handler does inside the transaction that ends the task. */

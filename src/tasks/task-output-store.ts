@@ -1,7 +1,7 @@
 import { contentKey } from '../assets/asset-hash.ts';
 import type { StoredOutputContent } from '../assets/asset-outputs.ts';
 import type { AssetService } from '../assets/asset-service.ts';
-import type { FileService, PendingFile } from '../files/file-service.ts';
+import { NEVER_EXPIRES, type FileService, type PendingFile } from '../files/file-service.ts';
 import type { GeneratedFile } from '../providers/spec.ts';
 import type { EndHandler } from './task-endings.ts';
 import type { GeneralOutput } from './task-record.ts';
@@ -27,6 +27,7 @@ export class TaskOutputStore {
    */
   readonly onEnd: EndHandler = async (ending) => {
     if (ending.status !== 'success' || !ending.output || ending.output.files.length === 0) return undefined;
+    const expiresAt = ending.outputsExpireAt ?? NEVER_EXPIRES;
     const stored: StoredFile[] = [];
     const drop = async () => {
       for (const { asset } of stored) await this.deps.assets.outputs.dropOutput(asset);
@@ -46,7 +47,7 @@ export class TaskOutputStore {
     return {
       write: async (db) => {
         for (const { file, served, asset } of stored) {
-          await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db);
+          await this.deps.files.register(task.owner_id, served, file.fileName, file.mimeType, db, { taskId: task.id, contentHash: asset.hash, expiresAt });
           await this.deps.assets.outputs.recordOutput(db, asset, { userId: task.owner_id, jobId: task.id, fileName: file.fileName, mimeType: file.mimeType });
         }
       },

@@ -19,6 +19,10 @@ import type { Span } from '@opentelemetry/api';
 
 /** Runs taken over after this many interrupted runs fail instead of trying again. */
 const MAX_ATTEMPTS = 3;
+/** An engine's previews closer together than this are dropped: each one is a stored file and an event. */
+const PREVIEW_SPACING_MS = 500;
+/** File name extensions of the preview images engines send. */
+const PREVIEW_EXTENSIONS: Record<string, string> = { 'image/png': 'png', 'image/jpeg': 'jpg', 'image/webp': 'webp' };
 
 /**
  * Runs one claimed task: start, the engine's run with progress, storing its outputs, and the
@@ -89,6 +93,19 @@ export class TaskRunner {
     const announced = row.status === 'submitted' ? -1 : row.progress;
     // Where the run went, for the record whatever its end.
     let routing: RoutingRecord | undefined;
+    let previews = 0;
+    let lastPreviewAt = -Infinity;
+    const preview = async (image: Buffer, mimeType: string) => {
+      if (Date.now() - lastPreviewAt < PREVIEW_SPACING_MS) return;
+      lastPreviewAt = Date.now();
+      try {
+        const file = await this.deps.files.store(row.owner_id, image, `preview-${++previews}.${PREVIEW_EXTENSIONS[mimeType] ?? 'bin'}`, mimeType);
+        await this.deps.tasks.preview(row.id, file.url);
+      } catch (err) {
+        // A preview is a courtesy: the run goes on without it.
+        log.warn({ err }, 'storing a preview failed');
+      }
+    };
     try {
       if (row.status === 'submitted') {
         try {
@@ -119,6 +136,7 @@ export class TaskRunner {
         readInput: (ref) => this.stored(claim, () => this.deps.inputs.read(row.owner_id, ref)),
         publish: async (data, fileName, mimeType) => (await this.stored(claim, () => this.deps.files.store(row.owner_id, data, fileName, mimeType))).url,
         warn: (message) => void warnings.push(message),
+        preview,
       }, save);
       routing = routed.record;
       if (!routed.ok) throw routed.error;

@@ -5,9 +5,9 @@ import { newId } from '../core/ids.ts';
 import { isTerminal, transition, type TaskChange, type TaskState, type TaskStatus } from '../core/task-state.ts';
 import type { GenerationOutput } from '../providers/spec.ts';
 import type { RuntimeConfig } from '../config/runtime-config.ts';
-import type { CallbackDeliveryRow, TaskRow } from '../storage/schema.ts';
-import type { TasksRepo, TaskPatch } from '../storage/repos/tasks-repo.ts';
-import type { EventBus, TaskStatusEvent } from '../storage/event-bus.ts';
+import type { CallbackDeliveryRow, TaskEventRow, TaskRow } from '../storage/schema.ts';
+import type { NewTaskEvent, TasksRepo, TaskPatch } from '../storage/repos/tasks-repo.ts';
+import type { EventBus, TaskStatusEvent, TaskStreamEvent } from '../storage/event-bus.ts';
 import type { TaskQueue } from './task-queue.ts';
 import { TaskEndings, type EndHandler, type EndpointMatch, type PreparedEnd, type TaskEnding } from './task-endings.ts';
 import { parseResult, statusRecordOf, type TaskResult, type TaskStatusRecord } from './task-record.ts';
@@ -60,6 +60,24 @@ const OVERDUE_BATCH = 100;
 export const DEADLINE_EXCEEDED = 'deadline exceeded';
 /** A sync waiter re-reads the store this often, in case an event went missing between instances. */
 const WAIT_RECHECK_MS = 2000;
+/** Two progress events of a task are at least this far apart; a change in between is sent when the time is up. */
+export const PROGRESS_EVENT_SPACING_MS = 500;
+/** Pacing entries kept before the stale ones (no change waiting, spacing over) are dropped. */
+const MAX_PACED_TASKS = 1000;
+
+/** Where a task's event stream starts without Last-Event-ID: its record now and the sequence number it stands at. */
+export interface TaskSnapshot {
+  record: TaskStatusRecord;
+  seq: number;
+  ended: boolean;
+}
+
+/** The progress events of one task: when the last went out, and a change waiting for the spacing to pass. */
+interface ProgressPacing {
+  lastAt: number;
+  pending?: number;
+  timer?: NodeJS.Timeout;
+}
 
 function stateOf(row: TaskRow): TaskState {
   return {
@@ -78,6 +96,8 @@ function stateOf(row: TaskRow): TaskState {
  */
 export class TaskService {
   private readonly waiters = new Map<string, Set<(record: TaskStatusRecord | undefined) => void>>();
+  /** Progress events of the tasks whose progress this instance writes (their runner's). */
+  private readonly pacing = new Map<string, ProgressPacing>();
   private readonly unsubscribe: () => void;
   private readonly endings: TaskEndings;
 
@@ -86,7 +106,14 @@ export class TaskService {
     private readonly bus: EventBus,
     private readonly queue: TaskQueue,
     private readonly runtimeConfig: RuntimeConfig,
-    private readonly opts: { instanceId: string; logger: Logger; now?: () => number; observe?: (row: TaskRow) => void },
+    private readonly opts: {
+      instanceId: string;
+      logger: Logger;
+      now?: () => number;
+      observe?: (row: TaskRow) => void;
+      /** OUTPUT_RETENTION_DAYS: a successful task's outputs expire this long after its end; undefined keeps them. */
+      outputRetentionMs?: number;
+    },
   ) {
     this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
     this.endings = new TaskEndings(opts.logger);
@@ -141,12 +168,14 @@ export class TaskService {
       finished_at: null,
       token_id: spec.tokenId ?? null,
       reserved_credits: spec.reservedCredits ?? 0,
+      event_seq: 1,
     };
     const record = statusRecordOf(row);
-    await this.repo.insert(row, this.deliveryOf(row, record, now));
+    const first: TaskEventRow = { task_id: row.id, seq: 1, kind: 'status', data: JSON.stringify(record), created_at: now };
+    await this.repo.insert(row, this.deliveryOf(row, record, now), [first]);
     // Together, so a submit waits for Redis once at most (REDIS_TIMEOUT_MS). The event still goes
     // out first: announce sends it before its first await, and the queue awaits before it sends the job.
-    await Promise.all([this.announce(row, record), this.queue.enqueue(row.id)]);
+    await Promise.all([this.announce(row, record, [first]), this.queue.enqueue(row.id)]);
     return row;
   }
 
@@ -189,8 +218,29 @@ export class TaskService {
 
   /** The task status record, with the queue position while the task waits. */
   async record(ownerId: string, taskId: string): Promise<TaskStatusRecord> {
+    return (await this.snapshot(ownerId, taskId)).record;
+  }
+
+  /** The owner's task record as GET /v1/ai/result answers it, with the number of its last event (read together). */
+  async snapshot(ownerId: string, taskId: string): Promise<TaskSnapshot> {
     const row = await this.get(ownerId, taskId);
-    return statusRecordOf(row, row.status === 'submitted' ? await this.repo.queuePosition(row) : undefined);
+    const record = statusRecordOf(row, row.status === 'submitted' ? await this.repo.queuePosition(row) : undefined);
+    return { record, seq: row.event_seq, ended: isTerminal(row.status) };
+  }
+
+  /** Up to `limit` events of the task's stream after sequence number `after`, in order. */
+  async eventsAfter(taskId: string, after: number, limit: number): Promise<TaskStreamEvent[]> {
+    return (await this.repo.eventsAfter(taskId, after, limit)).map(streamEventOf);
+  }
+
+  /** Adds a preview image of a running task to its event stream (nothing once it has ended). */
+  async preview(taskId: string, url: string): Promise<void> {
+    await this.append(taskId, { kind: 'preview', data: JSON.stringify({ url }) });
+  }
+
+  private async append(taskId: string, event: NewTaskEvent): Promise<void> {
+    const written = await this.repo.appendEvents(taskId, [event], this.now());
+    await this.publishEvents(taskId, written);
   }
 
   /**
@@ -234,8 +284,16 @@ export class TaskService {
   }
 
   private async prepareEnd(row: TaskRow, status: TaskStatus, extra: TransitionExtra): Promise<{ ending: TaskEnding; prepared: PreparedEnd | undefined }> {
-    const ending: TaskEnding = { task: row, status, ...(extra.output ? { output: extra.output } : {}), result: { ...parseResult(row), ...extra.result } };
-    return { ending, prepared: await this.endings.prepare(ending) };
+    const retentionMs = this.opts.outputRetentionMs;
+    const outputsExpireAt = status === 'success' && retentionMs !== undefined ? this.now() + retentionMs : undefined;
+    const ending: TaskEnding = { task: row, status, ...(extra.output ? { output: extra.output } : {}), result: { ...parseResult(row), ...extra.result }, ...(outputsExpireAt !== undefined ? { outputsExpireAt } : {}) };
+    const prepared = await this.endings.prepare(ending);
+    // After every handler: each item says when it goes, whichever handler added it (texts too).
+    if (outputsExpireAt !== undefined && ending.result.output_content) {
+      const expiresAt = new Date(outputsExpireAt).toISOString();
+      ending.result.output_content = ending.result.output_content.map((item) => ({ ...item, expires_at: expiresAt }));
+    }
+    return { ending, prepared };
   }
 
   private async write(
@@ -276,9 +334,17 @@ export class TaskService {
       };
       const next: TaskRow = { ...row, ...patch, version: row.version + 1 };
       const record = statusRecordOf(next);
-      if (await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, record, now), end?.prepared?.write)) {
-        await this.announce(next, record);
-        return { ok: true, row: next, changed: true };
+      const progressed = !isTerminal(next.status) && next.progress !== row.progress;
+      const progressDue = progressed && this.progressDue(taskId, now);
+      const events = eventsOf(row, next, record, progressDue);
+      const written = await this.repo.update(taskId, row.version, patch, this.deliveryOf(next, record, now), events, now, end?.prepared?.write);
+      if (written) {
+        const stored = { ...next, event_seq: written.at(-1)?.seq ?? row.event_seq };
+        if (isTerminal(next.status)) this.stopPacing(taskId);
+        else if (progressDue) this.pacedAt(taskId, now);
+        else if (progressed) this.progressLater(taskId, next.progress, now);
+        await this.announce(stored, record, written);
+        return { ok: true, row: stored, changed: true };
       }
     }
     throw new Error(`task ${taskId}: gave up after ${MAX_CAS_RETRIES} conflicting updates`);
@@ -316,8 +382,44 @@ export class TaskService {
     });
   }
 
+  /** Whether a progress event of the task may go out now (PROGRESS_EVENT_SPACING_MS after the last). */
+  private progressDue(taskId: string, now: number): boolean {
+    const pacing = this.pacing.get(taskId);
+    return !pacing || now - pacing.lastAt >= PROGRESS_EVENT_SPACING_MS;
+  }
+
+  /** A progress event of the task went out at `now`: a change still waiting is covered by it. */
+  private pacedAt(taskId: string, now: number): void {
+    this.stopPacing(taskId);
+    if (this.pacing.size >= MAX_PACED_TASKS) {
+      for (const [id, pacing] of this.pacing) if (!pacing.timer && now - pacing.lastAt >= PROGRESS_EVENT_SPACING_MS) this.pacing.delete(id);
+    }
+    this.pacing.set(taskId, { lastAt: now });
+  }
+
+  /** A progress change too soon after the last event: the newest such change goes out when the spacing has passed. */
+  private progressLater(taskId: string, progress: number, now: number): void {
+    const pacing = this.pacing.get(taskId)!;
+    pacing.pending = progress;
+    pacing.timer ??= setTimeout(() => {
+      pacing.timer = undefined;
+      const value = pacing.pending;
+      pacing.pending = undefined;
+      if (value === undefined) return;
+      pacing.lastAt = this.now();
+      // Written only while the task is live: a progress event never follows the terminal status.
+      this.append(taskId, { kind: 'progress', data: JSON.stringify({ progress: value }) }).catch((err: unknown) => this.opts.logger.warn({ err, taskId }, 'writing a progress event failed'));
+    }, Math.max(0, pacing.lastAt + PROGRESS_EVENT_SPACING_MS - now));
+  }
+
+  private stopPacing(taskId: string): void {
+    clearTimeout(this.pacing.get(taskId)?.timer);
+    this.pacing.delete(taskId);
+  }
+
   /** Stops listening; callers still waiting are answered "still running". */
   close(): void {
+    for (const taskId of [...this.pacing.keys()]) this.stopPacing(taskId);
     this.unsubscribe();
     for (const set of this.waiters.values()) for (const wake of [...set]) wake(undefined);
   }
@@ -327,8 +429,11 @@ export class TaskService {
     for (const wake of [...(this.waiters.get(event.taskId) ?? [])]) wake(event.record);
   }
 
-  /** Publishes a stored version of the task; `record` is its status record, built once for the outbox and the event. */
-  private async announce(row: TaskRow, record: TaskStatusRecord): Promise<void> {
+  /**
+   * Publishes a stored version of the task and the stream events written with it; `record` is
+   * its status record, built once for the outbox and the event.
+   */
+  private async announce(row: TaskRow, record: TaskStatusRecord, events: readonly TaskEventRow[]): Promise<void> {
     this.opts.observe?.(row);
     const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record };
     try {
@@ -336,6 +441,17 @@ export class TaskService {
     } catch (err) {
       // The change is stored; readers, waiters' re-reads and callbacks still see it.
       this.opts.logger.error({ err, taskId: row.id }, 'publishing a task event failed');
+    }
+    await this.publishEvents(row.id, events);
+  }
+
+  private async publishEvents(taskId: string, events: readonly TaskEventRow[]): Promise<void> {
+    if (events.length === 0) return;
+    try {
+      await this.bus.publish('task.events', { taskId, events: events.map(streamEventOf) });
+    } catch (err) {
+      // Stored: the streams read what they missed from the table (task-event-streams.ts).
+      this.opts.logger.error({ err, taskId }, 'publishing task stream events failed');
     }
   }
 
@@ -364,4 +480,22 @@ export class TaskService {
 
 function alreadyFinished(row: TaskRow): ApiError {
   return new ApiError('task_already_finished', `task ${row.id} has already finished (${row.status})`, 'taskId', { task_id: row.id, status: row.status });
+}
+
+/**
+ * The stream events a change of the task writes: on success each output item as stored, then
+ * one status event per change of status; a progress event when the progress moved and is due.
+ */
+function eventsOf(before: TaskRow, after: TaskRow, record: TaskStatusRecord, progressDue: boolean): NewTaskEvent[] {
+  const events: NewTaskEvent[] = [];
+  if (after.status !== before.status) {
+    if (after.status === 'success') for (const item of record.queue_status.output_content) events.push({ kind: 'output', data: JSON.stringify(item) });
+    events.push({ kind: 'status', data: JSON.stringify(record) });
+  }
+  if (progressDue) events.push({ kind: 'progress', data: JSON.stringify({ progress: after.progress }) });
+  return events;
+}
+
+function streamEventOf(row: TaskEventRow): TaskStreamEvent {
+  return { seq: row.seq, kind: row.kind, data: row.data };
 }

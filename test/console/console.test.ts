@@ -134,3 +134,43 @@ describe('console in a browser', { skip }, () => {
     });
   });
 });
+
+describe('console following a running task', { skip }, () => {
+  let srv: TestServer;
+  let browser: Browser;
+  let page: Page;
+
+  before(async () => {
+    ensureConsoleBuilt();
+    // Slow enough to watch: progress steps every second, a draft halfway.
+    srv = await startTestServer({ LOCAL_ENGINE_MIN_DURATION_MS: '6000' });
+    browser = await launchBrowser();
+    page = await browser.newPage({ viewport: { width: 1280, height: 900 } });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await srv?.close();
+  });
+
+  it('the task page follows the task through its event stream: progress, the preview, then the outputs', async () => {
+    await withScreenshot(page, 'task follows events', async () => {
+      const token = await srv.tokenFor('watcher');
+      const res = await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'seedream-4.0', prompt: 'a slow sunrise', size: '64x64' }, headers: { 'x-async': '1' } });
+      const taskId = ((await res.json()) as { task_id: string }).task_id;
+      const requests: string[] = [];
+      page.on('request', (request) => requests.push(new URL(request.url()).pathname));
+      await signIn(page, srv.url, token);
+      await page.goto(`${srv.url}/console/#/tasks/${taskId}`);
+      await page.waitForSelector('[data-testid=task-following]');
+      await page.waitForSelector('[data-testid=task-status]:text("process")', { timeout: 30_000 });
+      await page.waitForFunction(() => Number.parseInt(document.querySelector('[data-testid=task-progress]')?.textContent ?? '0') > 0);
+      await page.waitForFunction(() => ((document.querySelector('[data-testid=task-preview]') as HTMLImageElement | null)?.naturalWidth ?? 0) > 0, undefined, { timeout: 30_000 });
+      await page.waitForSelector('[data-testid=task-status]:text("success")', { timeout: 30_000 });
+      await page.waitForFunction(() => [...document.querySelectorAll('.outputs img')].some((img) => (img as HTMLImageElement).naturalWidth > 0));
+      assert.equal(await page.$('[data-testid=task-preview]'), null, 'the preview gives way to the outputs');
+      assert.equal(requests.filter((p) => p === `/v1/tasks/${taskId}/events`).length, 1, 'one stream, no reconnects');
+      assert.ok(!requests.includes(`/v1/ai/result/${taskId}`), 'no polling');
+    });
+  });
+});

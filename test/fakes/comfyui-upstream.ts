@@ -70,6 +70,8 @@ export class FakeComfyUI extends RecordingUpstream {
   readonly socketClients: string[] = [];
   /** When false, WebSocket upgrades are refused with 404 (a proxy without WebSocket support). */
   wsEnabled = true;
+  /** The preview image a sampler sends at its first step. */
+  readonly previewImage = Buffer.from('89504e470d0a1a0a0000000d4948445200000001000000010806000000' + '1f15c4890000000d49444154789c6360f8cfc0000003010100c9fe92ef0000000049454e44ae426082', 'hex');
   /** Makes the node with this id fail when it runs. */
   failNode: { node: string; message: string; type: string } | undefined;
   private readonly wss = new WebSocketServer({ noServer: true });
@@ -144,6 +146,14 @@ export class FakeComfyUI extends RecordingUpstream {
   }
 
   /** ComfyUI's send_sync: to the prompt's client when it has one, else (for a few types) to everyone. */
+  /** A plain preview frame, as ComfyUI sends a sampler's latent preview to the prompt's client: type 1, format 2 (PNG), the image. */
+  private sendPreview(clientId: string | undefined, png: Buffer): void {
+    const head = Buffer.alloc(8);
+    head.writeUInt32BE(1, 0);
+    head.writeUInt32BE(2, 4);
+    if (clientId) this.sockets.get(clientId)?.send(Buffer.concat([head, png]), { binary: true });
+  }
+
   private send(clientId: string | undefined, type: string, data: Record<string, unknown>): void {
     const text = JSON.stringify({ type, data });
     if (clientId) this.sockets.get(clientId)?.send(text);
@@ -362,6 +372,7 @@ export class FakeComfyUI extends RecordingUpstream {
         const steps = Number(inputs.steps);
         for (let step = 1; step <= steps; step++) {
           this.send(clientId, 'progress', { value: step, max: steps, prompt_id: promptId, node });
+          if (step === 1) this.sendPreview(clientId, this.previewImage);
           if (step === 1 && this.gate) {
             this.notify();
             await this.gate.promise;

@@ -2,8 +2,9 @@ import { readFile } from 'node:fs/promises';
 import type { InputFile, RunContext } from '../../src/providers/spec.ts';
 
 /** A RunContext for calling an engine directly: progress and warnings are recorded, inputs are read from data URIs or files. */
-export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string, InputFile> } = {}): RunContext & { progressSeen: number[]; remembered: Record<string, unknown>[]; warnings: string[] } {
+export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string, InputFile> } = {}): RunContext & { progressSeen: number[]; remembered: Record<string, unknown>[]; warnings: string[]; previews: InputFile[] } {
   const progressSeen: number[] = [];
+  const previews: InputFile[] = [];
   const warnings: string[] = [];
   const remembered: Record<string, unknown>[] = [];
   return {
@@ -21,5 +22,7 @@ export function runContext(opts: { signal?: AbortSignal; inputs?: Record<string,
     publish: async (_data, fileName) => `http://127.0.0.1/files/published/${fileName}`,
     warnings,
     warn: (message) => void warnings.push(message),
+    previews,
+    preview: async (data, mimeType) => void previews.push({ data, mimeType, fileName: 'preview' }),
   };
 }

@@ -33,3 +33,39 @@ export async function agentEvents(res: Response): Promise<Json[]> {
 export function runItems(events: Json[]): Json[] {
   return events.filter((e) => e.type === 'run_item_stream_event').map((e) => e.item);
 }
+
+/** One event of a task event stream as it arrived: `id:`, `event:`, parsed `data:`, arrival time. */
+export interface StreamedTaskEvent {
+  id: number;
+  event: string;
+  data: Json;
+  at: number;
+}
+
+/**
+ * Reads a task event stream (GET /v1/tasks/:taskId/events) until it ends or `stop` says so:
+ * its events and its comment lines, as they arrived.
+ */
+export async function readTaskEvents(res: Response, stop: (events: StreamedTaskEvent[], comments: string[]) => boolean = () => false): Promise<{ events: StreamedTaskEvent[]; comments: string[] }> {
+  assert.equal(res.status, 200, `the stream answered ${res.status}`);
+  assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  const events: StreamedTaskEvent[] = [];
+  const comments: string[] = [];
+  const parser = createParser({
+    onEvent: (e) => void events.push({ id: Number(e.id), event: e.event ?? 'message', data: JSON.parse(e.data), at: Date.now() }),
+    onComment: (c) => void comments.push(c.trim()),
+  });
+  const decoder = new TextDecoder();
+  const reader = res.body!.getReader();
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) break;
+      parser.feed(decoder.decode(value, { stream: true }));
+      if (stop(events, comments)) break;
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+  return { events, comments };
+}

@@ -1,5 +1,5 @@
 import { useEffect, useState } from 'react';
-import { api, query } from '../api.ts';
+import { api, ApiFailure, query, streamEvents } from '../api.ts';
 import { useGet, when } from '../hooks.ts';
 import { Link } from '../router.tsx';
 import { Outputs } from '../outputs.tsx';
@@ -51,16 +51,17 @@ export function Tasks({ isAdmin }: { isAdmin: boolean }) {
   );
 }
 
-/** The record, refreshed every second until the task ends. */
+/** The record, refreshed every second until the task ends (the admin's view of any user's task). */
 function useTaskRecord(id: string, isAdmin: boolean) {
   const [record, setRecord] = useState<any>();
   const [error, setError] = useState<string>();
   useEffect(() => {
+    if (!isAdmin) return;
     let live = true;
     let timer: ReturnType<typeof setTimeout>;
     const load = async () => {
       try {
-        const r = await api(isAdmin ? `/admin/tasks/${encodeURIComponent(id)}` : `/v1/ai/result/${encodeURIComponent(id)}`);
+        const r = await api(`/admin/tasks/${encodeURIComponent(id)}`);
         if (!live) return;
         setRecord(r);
         if (!TERMINAL.includes(r.queue_status.status)) timer = setTimeout(load, 1000);
@@ -74,8 +75,57 @@ function useTaskRecord(id: string, isAdmin: boolean) {
   return { record, error };
 }
 
+/** How long a dropped event stream waits before it resumes. */
+const RESUME_AFTER_MS = 1000;
+
+/**
+ * One of the user's tasks followed through its event stream: the record of each status, the
+ * progress and the newest preview as they come. A dropped stream resumes after its last event.
+ */
+function useFollowedTask(id: string, enabled: boolean) {
+  const [record, setRecord] = useState<any>();
+  const [preview, setPreview] = useState<string>();
+  const [following, setFollowing] = useState(false);
+  const [error, setError] = useState<string>();
+  useEffect(() => {
+    if (!enabled) return;
+    const abort = new AbortController();
+    let lastEventId: string | undefined;
+    let ended = false;
+    const follow = async () => {
+      while (!ended && !abort.signal.aborted) {
+        try {
+          setFollowing(true);
+          await streamEvents(`/v1/tasks/${encodeURIComponent(id)}/events`, (e) => {
+            lastEventId = e.id;
+            if (e.event === 'status') {
+              setRecord(e.data);
+              if (TERMINAL.includes(e.data.queue_status.status)) ended = true;
+            } else if (e.event === 'progress') {
+              setRecord((r: any) => r && { ...r, queue_status: { ...r.queue_status, progress: e.data.progress } });
+            } else if (e.event === 'preview') setPreview(e.data.url);
+          }, { lastEventId, signal: abort.signal });
+        } catch (e) {
+          if (abort.signal.aborted) return;
+          if (e instanceof ApiFailure) {
+            setError(e.message);
+            return;
+          }
+        }
+        if (!ended) await new Promise((resolve) => setTimeout(resolve, RESUME_AFTER_MS));
+      }
+      setFollowing(false);
+    };
+    void follow();
+    return () => abort.abort();
+  }, [id, enabled]);
+  return { record, preview, following, error };
+}
+
 export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
-  const { record, error } = useTaskRecord(id, isAdmin);
+  const polled = useTaskRecord(id, isAdmin);
+  const followed = useFollowedTask(id, !isAdmin);
+  const { record, error } = isAdmin ? polled : followed;
   const q = record?.queue_status;
   return (
     <section>
@@ -83,7 +133,11 @@ export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
       {error && <p className="error">{error}</p>}
       {q && (
         <>
-          <p>Status <span className={`status ${q.status}`} data-testid="task-status">{q.status}</span> · {q.progress}% {q.message && `· ${q.message}`}</p>
+          <p>
+            Status <span className={`status ${q.status}`} data-testid="task-status">{q.status}</span> · <span data-testid="task-progress">{q.progress}%</span> {q.message && `· ${q.message}`}
+            {!isAdmin && followed.following && <span className="following" data-testid="task-following"> · following live</span>}
+          </p>
+          {!TERMINAL.includes(q.status) && followed.preview && <img className="preview" data-testid="task-preview" src={followed.preview} alt="preview" />}
           <ol className="timeline">
             <li>submitted by {record.user?._id} for {record.generate_info?.workflow?._id}</li>
             {q.data?.started_at && <li>started {when(q.data.started_at)}</li>}

@@ -104,6 +104,9 @@ export const fileUploadRoutes = (services: AppServices): FastifyPluginAsyncTypeb
   });
 };
 
+/** The longest a served file may be cached. */
+const YEAR_SECONDS = 365 * 24 * 60 * 60;
+
 /** The public /files/… URLs (no token: the URL is the secret). */
 export const servedFileRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { files, settings } = services;
@@ -113,8 +116,10 @@ export const servedFileRoutes = (services: AppServices): FastifyPluginAsyncTypeb
   }, async (request, reply) => {
     const notFound = () => new ApiError('file_not_found', 'file not found or expired');
     const row = await files.find(request.params.id, request.params.fileName);
+    if (!row && (await files.isExpiredOutput(request.params.id, request.params.fileName))) throw new ApiError('file_expired', 'this task output has expired and was deleted (OUTPUT_RETENTION_DAYS)');
     if (!row) throw notFound();
-    const secondsLeft = Math.max(0, Math.floor((row.expires_at - Date.now()) / 1000));
+    // An output kept forever (or past its expiry while an asset keeps it) is cached for a year at most.
+    const secondsLeft = Math.min(YEAR_SECONDS, Math.max(0, Math.floor((row.expires_at - Date.now()) / 1000)));
     const contentDisposition = `${INLINE_TYPE.test(row.mime_type) ? 'inline' : 'attachment'}; filename*=UTF-8''${encodeURIComponent(row.file_name)}`;
     const cacheControl = `private, max-age=${secondsLeft}`;
     if (settings.filesDelivery === 'redirect') {

@@ -164,6 +164,12 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
           await rc.progress(reported.percent, status?.message, status);
         }
       }
+      // After the progress: the status of the node that made the preview is reported first.
+      if (seen?.preview) {
+        const { image, mimeType } = seen.preview;
+        delete seen.preview;
+        await rc.preview(image, mimeType);
+      }
       if (Date.now() > deadline) {
         await stop(promptId).catch((err: unknown) => ctx.logger.warn({ err, promptId }, 'stopping a timed-out ComfyUI prompt failed'));
         throw new TaskFailedError(`the workflow did not finish within ${ctx.maxWaitMs / 1000} s`);

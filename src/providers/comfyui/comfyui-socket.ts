@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import WebSocket from 'ws';
-import { applyMessage, newProgress, type PromptProgress } from './mapping.ts';
+import { applyMessage, newProgress, previewOf, type PromptProgress } from './mapping.ts';
 import { ComfyPromptMessage } from './reply-schemas.ts';
 
 /** Prompts whose messages are kept before a run asks for them (their events can beat POST /prompt's answer). */
@@ -26,6 +26,8 @@ export class ComfySocket {
   #connecting: Promise<boolean> | undefined;
   #users = 0;
   #failedAt = 0;
+  /** The prompt ComfyUI runs now (it runs one at a time): plain preview frames are its. */
+  #running: string | undefined;
   readonly #prompts = new Map<string, PromptProgress>();
   readonly #waiters = new Map<string, Set<() => void>>();
 
@@ -102,6 +104,7 @@ export class ComfySocket {
       ws.on('message', (raw, isBinary) => {
         // Binary frames are previews; only JSON messages carry progress.
         if (!isBinary) this.#onMessage(raw.toString());
+        else if (Buffer.isBuffer(raw)) this.#onPreview(raw);
       });
       ws.on('error', (err) => {
         if (!opened) {
@@ -139,6 +142,20 @@ export class ComfySocket {
       this.#prompts.set(promptId, state);
     }
     applyMessage(state, message.type, message.data);
+    if (state.finished || state.error || state.interrupted) {
+      if (this.#running === promptId) this.#running = undefined;
+    } else if (['execution_start', 'executing', 'progress'].includes(message.type)) this.#running = promptId;
+    this.#wake(promptId);
+  }
+
+  /** Keeps the newest preview of the prompt it belongs to, for its run to pass on. */
+  #onPreview(frame: Buffer): void {
+    const preview = previewOf(frame);
+    const promptId = preview?.promptId ?? this.#running;
+    const state = promptId === undefined ? undefined : this.#prompts.get(promptId);
+    if (!preview || !state) return;
+    // A copy: the frame's buffer may be reused by the socket.
+    state.preview = { ...preview, image: Buffer.from(preview.image) };
     this.#wake(promptId);
   }
 }

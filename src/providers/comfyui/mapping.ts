@@ -5,7 +5,7 @@
 import mime from 'mime-types';
 import type { NodeStatus } from '../spec.ts';
 import { readReply } from '../upstream-reply.ts';
-import { ComfyExecutionError, ComfyHistory, ComfyInterrupted, ComfyOutputFile, ComfyProgressMessages, ComfyRefusal } from './reply-schemas.ts';
+import { ComfyExecutionError, ComfyHistory, ComfyInterrupted, ComfyOutputFile, ComfyPreviewMetadata, ComfyProgressMessages, ComfyRefusal } from './reply-schemas.ts';
 import type { Workflow } from './workflow-catalog.ts';
 
 /** Request fields only the gateway reads (never bound, never warned about). */
@@ -72,6 +72,46 @@ export interface PromptProgress {
   finished?: boolean;
   error?: ExecutionError;
   interrupted?: { nodeId?: string; nodeType?: string };
+  /** The newest preview image not yet handed to the run. */
+  preview?: PreviewImage;
+}
+
+/** A preview image ComfyUI sent as a binary WebSocket frame. */
+export interface PreviewImage {
+  image: Buffer;
+  mimeType: string;
+  /** Named by frames with metadata; a plain preview belongs to the prompt running. */
+  promptId?: string;
+}
+
+/** Binary frame types (ComfyUI's server.py BinaryEventTypes) and the image formats of a plain preview. */
+const PREVIEW_IMAGE = 1;
+const PREVIEW_IMAGE_WITH_METADATA = 4;
+const PREVIEW_FORMATS: Record<number, string> = { 1: 'image/jpeg', 2: 'image/png' };
+
+/**
+ * The preview image of a binary frame: a 4-byte big-endian type, then for a plain preview a
+ * 4-byte format and the image, for one with metadata a 4-byte length, that much JSON (prompt_id,
+ * image_type) and the image. Undefined for other frames and for frames cut short.
+ */
+export function previewOf(frame: Buffer): PreviewImage | undefined {
+  if (frame.length < 8) return undefined;
+  const type = frame.readUInt32BE(0);
+  if (type === PREVIEW_IMAGE) {
+    const mimeType = PREVIEW_FORMATS[frame.readUInt32BE(4)];
+    return mimeType && frame.length > 8 ? { image: frame.subarray(8), mimeType } : undefined;
+  }
+  if (type !== PREVIEW_IMAGE_WITH_METADATA) return undefined;
+  const end = 8 + frame.readUInt32BE(4);
+  if (frame.length <= end) return undefined;
+  let metadata: unknown;
+  try {
+    metadata = JSON.parse(frame.subarray(8, end).toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (!ComfyPreviewMetadata.Check(metadata) || !Object.values(PREVIEW_FORMATS).includes(metadata.image_type)) return undefined;
+  return { image: frame.subarray(end), mimeType: metadata.image_type, ...(metadata.prompt_id ? { promptId: metadata.prompt_id } : {}) };
 }
 
 /** An `execution_error` message (also found in a history entry's status messages). */

@@ -58,6 +58,9 @@ export const ComfyRefusal = replySchema(Type.Object({
 /** A WebSocket message about a prompt (messages about none, e.g. `status`, have no prompt_id). */
 export const ComfyPromptMessage = replySchema(Type.Object({ type: Type.String(), data: Type.Object({ prompt_id: Type.String() }) }));
 
+/** The metadata of a binary preview frame (type 4). */
+export const ComfyPreviewMetadata = replySchema(Type.Object({ image_type: Type.String(), prompt_id: Type.Optional(Type.String()) }));
+
 /** The data of the WebSocket messages that tell a prompt's progress, by type. */
 export const ComfyProgressMessages = {
   execution_cached: replySchema(Type.Object({ nodes: Type.Array(NodeId) })),

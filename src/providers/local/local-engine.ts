@@ -10,6 +10,8 @@ export interface LocalEngineOptions {
 }
 
 const PROGRESS_STEPS = [10, 30, 50, 70, 90];
+/** The step after which a handler's draft is shown (halfway). */
+const DRAFT_STEP = 2;
 /** The saved state of a run: how many progress steps it reported. */
 const SAVED_STEPS = 'local_progress_steps';
 
@@ -67,6 +69,7 @@ export class LocalEngine implements GenerationEngine {
   }
 
   async run(job: GenerationJob, ctx: RunContext): Promise<GenerationOutput> {
+    const handler = await this.handlerOf(job);
     // Without a minimum duration there is nothing to watch: the task goes straight to its end.
     if (this.opts.minDurationMs > 0) {
       const stepMs = this.opts.minDurationMs / (PROGRESS_STEPS.length + 1);
@@ -75,11 +78,12 @@ export class LocalEngine implements GenerationEngine {
       for (let step = typeof saved === 'number' ? saved : 0; step < PROGRESS_STEPS.length; step++) {
         await delay(stepMs, undefined, { signal: ctx.signal });
         await ctx.progress(PROGRESS_STEPS[step]!, 'generating');
+        if (step === DRAFT_STEP && handler.draft) await ctx.preview(await handler.draft(job), 'image/png');
         await ctx.remember({ [SAVED_STEPS]: step + 1 });
       }
       await delay(stepMs, undefined, { signal: ctx.signal });
     }
     ctx.signal.throwIfAborted();
-    return (await this.handlerOf(job)).run(job, ctx);
+    return handler.run(job, ctx);
   }
 }

@@ -9,4 +9,6 @@ import type { Endpoint, GenerationOutput, JobOf, RunContext } from '../spec.ts';
 export interface LocalHandler<in E extends Endpoint = Endpoint> {
   check?(job: JobOf<E>): void;
   run(job: JobOf<E>, ctx: RunContext): Promise<GenerationOutput>;
+  /** A small, rough PNG of what `run` will make, shown as the task's preview while its progress steps go by. */
+  draft?(job: JobOf<E>): Promise<Buffer>;
 }

@@ -18,6 +18,7 @@ import * as taskTraceContext from './0025-task-trace-context.ts';
 import * as taskCallbackEvents from './0026-task-callback-events.ts';
 import * as taskDeadline from './0027-task-deadline.ts';
 import * as taskModelQueue from './0028-task-model-queue.ts';
+import * as taskEvents from './0031-task-events.ts';
 import * as cachedTokens from './0036-cached-tokens.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
@@ -41,5 +42,6 @@ export const migrations: Record<string, Migration> = {
   '0026_task_callback_events': taskCallbackEvents,
   '0027_task_deadline': taskDeadline,
   '0028_task_model_queue': taskModelQueue,
+  '0031_task_events': taskEvents,
   '0036_cached_tokens': cachedTokens,
 };

@@ -284,6 +284,21 @@ export class AssetsRepo {
       .executeTakeFirst();
   }
 
+  /**
+   * Deletes, for good, the records a task's output of `hash` made (job_id = the task), live or
+   * deleted, with their tags and metadata; previews that pointed at them are cleared.
+   */
+  async deleteOutputRecords(ownerId: string, jobId: string, hash: string): Promise<void> {
+    await this.atomically(async (trx) => {
+      const ids = (await trx.selectFrom('asset_refs').select('id').where('owner_id', '=', ownerId).where('job_id', '=', jobId).where('asset_hash', '=', hash).execute()).map((r) => r.id);
+      if (ids.length === 0) return;
+      await trx.updateTable('asset_refs').set({ preview_id: null }).where('owner_id', '=', ownerId).where('preview_id', 'in', ids).execute();
+      await trx.deleteFrom('asset_tags').where('ref_id', 'in', ids).execute();
+      await trx.deleteFrom('asset_meta').where('ref_id', 'in', ids).execute();
+      await trx.deleteFrom('asset_refs').where('id', 'in', ids).execute();
+    });
+  }
+
   /** Soft delete; previews of the owner's records that pointed at it are cleared. False when not live. */
   async softDelete(ownerId: string, id: string, now: number): Promise<boolean> {
     return this.atomically(async (trx) => {

@@ -2,7 +2,7 @@ import { sql, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
-import type { CallbackDeliveryRow, Database, TaskRow } from '../schema.ts';
+import type { CallbackDeliveryRow, Database, TaskEventRow, TaskRow } from '../schema.ts';
 import { isTerminal } from '../../core/task-state.ts';
 
 /** Columns a status change writes; the version is checked and bumped by update(). */
@@ -12,20 +12,30 @@ const LIVE = ['submitted', 'started', 'process'] as const;
 /** Rows per INSERT statement, well under both databases' limits on bound parameters. */
 const INSERT_CHUNK = 500;
 
+/** An event to add to a task's stream; its sequence number is allocated as it is written. */
+export interface NewTaskEvent {
+  kind: string;
+  /** JSON. */
+  data: string;
+}
+
 /** Tasks, and the embedded queue kept in their lease columns. */
 export class TasksRepo {
   /** Submits and status changes are committed in groups (see TransactionBatcher). */
   private readonly writes: TransactionBatcher;
-  private pendingInserts: { row: TaskRow; delivery: CallbackDeliveryRow | undefined }[] = [];
+  private pendingInserts: { row: TaskRow; delivery: CallbackDeliveryRow | undefined; events: TaskEventRow[] }[] = [];
   private insertFlush: Promise<void> | undefined;
 
   constructor(private readonly db: Db) {
     this.writes = new TransactionBatcher(db.kysely);
   }
 
-  /** Stores a new task with its first callback delivery; submits of one moment share one multi-row insert. */
-  async insert(row: TaskRow, delivery?: CallbackDeliveryRow): Promise<void> {
-    this.pendingInserts.push({ row, delivery });
+  /**
+   * Stores a new task with its first callback delivery and its first events (numbered from 1,
+   * row.event_seq their count); submits of one moment share one multi-row insert.
+   */
+  async insert(row: TaskRow, delivery: CallbackDeliveryRow | undefined, events: readonly TaskEventRow[]): Promise<void> {
+    this.pendingInserts.push({ row, delivery, events: [...events] });
     if (!this.insertFlush) {
       const flush = this.writes.run(async (trx) => {
         // Submits arriving from here on go into the next flush.
@@ -36,6 +46,8 @@ export class TasksRepo {
           await trx.insertInto('tasks').values(chunk.map((b) => b.row)).execute();
           const deliveries = chunk.flatMap((b) => (b.delivery ? [b.delivery] : []));
           if (deliveries.length > 0) await trx.insertInto('callback_deliveries').values(deliveries).execute();
+          const events = chunk.flatMap((b) => b.events);
+          if (events.length > 0) await trx.insertInto('task_events').values(events).execute();
         }
       });
       this.insertFlush = flush;
@@ -61,25 +73,51 @@ export class TasksRepo {
 
   /**
    * Compare-and-set: writes the patch only when the task is still at `version`, together with
-   * its callback delivery and `alsoWrite` (an end's rows). Answers false, and writes nothing,
-   * when another writer got there first.
+   * its callback delivery, its events (numbered as they are written) and `alsoWrite` (an end's
+   * rows). Answers the events as written, or undefined, having written nothing, when another
+   * writer got there first.
    */
-  async update(id: string, version: number, patch: TaskPatch, delivery?: CallbackDeliveryRow, alsoWrite?: (db: DbHandle) => Promise<void>): Promise<boolean> {
+  async update(id: string, version: number, patch: TaskPatch, delivery: CallbackDeliveryRow | undefined, events: readonly NewTaskEvent[], now: number, alsoWrite?: (db: DbHandle) => Promise<void>): Promise<TaskEventRow[] | undefined> {
     const work = async (trx: Transaction<Database>) => {
       const res = await trx
         .updateTable('tasks')
         // An end gives the lease back with it: the worker need not release the task afterwards.
-        .set({ ...patch, version: version + 1, ...(patch.status !== undefined && isTerminal(patch.status) ? { lease_owner: null, lease_until: null } : {}) })
+        .set({ ...patch, version: version + 1, event_seq: sql<number>`event_seq + ${events.length}`, ...(patch.status !== undefined && isTerminal(patch.status) ? { lease_owner: null, lease_until: null } : {}) })
         .where('id', '=', id)
         .where('version', '=', version)
+        .returning('event_seq')
         .executeTakeFirst();
-      if (Number(res.numUpdatedRows) !== 1) return false;
+      if (!res) return undefined;
       if (delivery) await trx.insertInto('callback_deliveries').values(delivery).execute();
+      const written = await insertEvents(trx, id, Number(res.event_seq), events, now);
       await alsoWrite?.({ kysely: trx, dialect: this.db.dialect });
-      return true;
+      return written;
     };
     // Other writes may fail; isolated, they cannot fail the rest of the batch.
     return alsoWrite ? this.writes.runIsolated(work) : this.writes.run(work);
+  }
+
+  /**
+   * Adds events to a task that is still live, numbered after its last one (the row's counter,
+   * bumped in the same statement, orders concurrent writers). Answers them as written; none when
+   * the task has ended, so nothing follows its terminal status.
+   */
+  async appendEvents(id: string, events: readonly NewTaskEvent[], now: number): Promise<TaskEventRow[]> {
+    return this.writes.run(async (trx) => {
+      const res = await trx
+        .updateTable('tasks')
+        .set({ event_seq: sql<number>`event_seq + ${events.length}` })
+        .where('id', '=', id)
+        .where('status', 'in', [...LIVE])
+        .returning('event_seq')
+        .executeTakeFirst();
+      return res ? insertEvents(trx, id, Number(res.event_seq), events, now) : [];
+    });
+  }
+
+  /** Up to `limit` events of the task after sequence number `after`, in order. */
+  async eventsAfter(id: string, after: number, limit: number): Promise<TaskEventRow[]> {
+    return this.db.kysely.selectFrom('task_events').selectAll().where('task_id', '=', id).where('seq', '>', after).orderBy('seq').limit(limit).execute();
   }
 
   /** How many live-but-unstarted tasks were submitted before this one. */
@@ -226,4 +264,11 @@ export class TasksRepo {
       .execute();
     return rows.map((r) => r.id);
   }
+}
+
+/** Writes events numbered up to `last` (the task's counter after it was bumped by their count). */
+async function insertEvents(trx: Transaction<Database>, taskId: string, last: number, events: readonly NewTaskEvent[], now: number): Promise<TaskEventRow[]> {
+  const rows = events.map((event, i) => ({ task_id: taskId, seq: last - events.length + 1 + i, kind: event.kind, data: event.data, created_at: now }));
+  if (rows.length > 0) await trx.insertInto('task_events').values(rows).execute();
+  return rows;
 }

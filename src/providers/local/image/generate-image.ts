@@ -2,7 +2,7 @@ import type { GenerationOutput, RunContext } from '../../spec.ts';
 import type { LocalHandler } from '../local-handler.ts';
 import { drawPicture } from './draw-picture.ts';
 import { encodeImage, imageRequestOf, outputFormatOf, pictureKey } from './image-output.ts';
-import { checkDrawable, requestedSize } from './image-size.ts';
+import { checkDrawable, draftSize, requestedSize } from './image-size.ts';
 
 /**
  * Text to image: `n` pictures drawn from the prompt (its colours) and the seed (the layout),
@@ -24,5 +24,10 @@ export const generateImage: LocalHandler<'images.generations' | 'ai.generations'
       files.push(await encodeImage(drawPicture(request.prompt ?? '', pictureKey(job, i), size), format, job, i, size));
     }
     return { files };
+  },
+
+  async draft(job): Promise<Buffer> {
+    const request = imageRequestOf(job);
+    return drawPicture(request.prompt ?? '', pictureKey(job, 0), draftSize(requestedSize(request))).blur(1.5).png().toBuffer();
   },
 };

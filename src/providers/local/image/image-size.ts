@@ -57,6 +57,15 @@ export function requestedSize(request: ImageRequest, base?: ImageSize): ImageSiz
   return { width: DEFAULT_SIDE, height: DEFAULT_SIDE };
 }
 
+/** Longest side of a draft (the preview shown while a run goes on). */
+const DRAFT_SIDE = 64;
+
+/** The size of a draft of a picture of `size`: the same shape, its longest side DRAFT_SIDE at most. */
+export function draftSize({ width, height }: ImageSize): ImageSize {
+  const scale = Math.min(1, DRAFT_SIDE / Math.max(width, height));
+  return { width: Math.max(1, Math.round(width * scale)), height: Math.max(1, Math.round(height * scale)) };
+}
+
 /** Refuses sizes the engine cannot draw (zero or beyond MAX_IMAGE_SIDE). */
 export function checkDrawable({ width, height }: ImageSize): void {
   if (width < 1 || height < 1 || width > MAX_IMAGE_SIDE || height > MAX_IMAGE_SIDE) {

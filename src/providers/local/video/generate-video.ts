@@ -7,6 +7,7 @@ import type { LocalHandler } from '../local-handler.ts';
 import { readAudioDuration, readVideoInput } from './media-input.ts';
 import { AAC_ARGS, H264_MP4_ARGS, even, mp4Output } from './mp4-encoding.ts';
 import { videoFrameSize } from './video-frame-size.ts';
+import { draftSize } from '../image/image-size.ts';
 
 /** The request as POST /v1/video/generations stores it (defaults filled in by the service). */
 type VideoRequest = VideoGenerationInput;
@@ -280,6 +281,13 @@ export const generateVideo: LocalHandler<'video.generations'> = {
     if (width * height * frames > MAX_RENDERED_PIXELS) {
       throw new TaskRejectedError(`the local engine renders at most ${MAX_RENDERED_PIXELS / 1e9} billion pixels per video (${resolution} for ${duration} s is more); ask for a lower resolution, frame rate or duration`);
     }
+  },
+
+  /** The scene's gradient, without the camera's motion, the shape or the key frames. */
+  async draft(job): Promise<Buffer> {
+    const { request, resolution, aspectRatio } = settingsOf(job.input);
+    const { width, height } = draftSize(videoFrameSize(resolution, aspectRatio));
+    return gradientPng(sceneOf(job, request).grid, width, height);
   },
 
   async run(job, ctx: RunContext): Promise<GenerationOutput> {
