@@ -60,7 +60,8 @@ class AccessLog extends LogController {
   }
 }
 
-function makeAjv(coerceTypes: boolean): Ajv {
+/** The validator of route schemas: bodies as sent, query and path values coerced. */
+export function makeAjv(coerceTypes: boolean): Ajv {
   // Bodies are taken as sent (a string is never a number); query and path values are text and get coerced.
   const ajv = new Ajv({ coerceTypes: coerceTypes ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
   addFormats(ajv);
