@@ -244,7 +244,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       execute: batchLineExecutor(services),
       instanceId: settings.instanceId,
       concurrency: settings.batchConcurrency,
-      leaseMs: settings.taskLeaseMs,
+      // The lease is the instance's heartbeat for its batches: a dead instance's are taken over after its TTL.
+      leaseMs: settings.workerHeartbeatTtlMs,
+      renewMs: settings.workerHeartbeatMs,
       sole: db.dialect === 'sqlite',
       logger: logger.child({ component: 'batches' }),
     });

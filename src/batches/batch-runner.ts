@@ -49,6 +49,8 @@ export interface BatchRunnerOptions {
   concurrency: number;
   /** A lease lasts this long unless renewed; a dead holder's batch is taken over after it. */
   leaseMs: number;
+  /** How often the leases held are renewed: a beat of this instance, for each of its batches. */
+  renewMs: number;
   /** No other process uses the store (embedded SQLite): leases found at start are an earlier life's. */
   sole: boolean;
   logger: Logger;
@@ -102,7 +104,7 @@ export class BatchRunner {
       );
     }
     this.pollTimer = setInterval(() => this.kick(), this.opts.pollMs ?? 500);
-    this.renewTimer = setInterval(() => void this.renew(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    this.renewTimer = setInterval(() => void this.renew(), this.opts.renewMs);
     this.kick();
   }
 
