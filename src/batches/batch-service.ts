@@ -21,7 +21,8 @@ export interface CreateBatchBody {
 
 export interface BatchList {
   object: 'list';
-  data: BatchObject[];
+  /** The batches; with their owner's user_id in the admin's listing of every user's. */
+  data: (BatchObject & { user_id?: string })[];
   first_id: string | null;
   last_id: string | null;
   has_more: boolean;
@@ -110,7 +111,7 @@ export class BatchService {
       if (!after) throw new ApiError('batch_not_found', `No batch found with id '${query.after}'.`, 'after');
     }
     const rows = await this.repo.list(userId, limit + 1, after);
-    const data = await Promise.all(rows.slice(0, limit).map((row) => this.objectOf(row)));
+    const data = await Promise.all(rows.slice(0, limit).map(async (row) => (userId === undefined ? { ...(await this.objectOf(row)), user_id: row.user_id } : this.objectOf(row))));
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
   }
 

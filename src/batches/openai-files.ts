@@ -102,9 +102,10 @@ export class OpenAiFileService {
     return { object: 'list', data, first_id: data[0]?.id ?? null, last_id: data.at(-1)?.id ?? null, has_more: rows.length > limit };
   }
 
-  /** The bytes of the user's file, streamed. */
-  async content(userId: string, id: string): Promise<{ row: OpenAiFileRow; stream: Readable }> {
-    const row = await this.find(userId, id);
+  /** The bytes of the user's file (any user's without one: the admin's reads), streamed. */
+  async content(userId: string | undefined, id: string): Promise<{ row: OpenAiFileRow; stream: Readable }> {
+    const row = userId === undefined ? await this.repo.get(id) : await this.repo.find(userId, id);
+    if (!row) throw notFound(id);
     const stream = await this.blobs.open(row.blob_key);
     if (!stream) throw notFound(id);
     return { row, stream };

@@ -3,12 +3,15 @@
  * content, delete) and `/batches` (create, read, list, cancel). Files and batches are the
  * caller's own: another user's are 404.
  */
+import type { Readable } from 'node:stream';
+import type { FastifyReply } from 'fastify';
 import type { MultipartFile } from '@fastify/multipart';
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { BATCH_ENDPOINTS } from '../../batches/batch-input.ts';
 import { OPENAI_FILE_MAX_BYTES, UPLOAD_PURPOSES, type WrittenFile } from '../../batches/openai-files.ts';
+import type { OpenAiFileRow } from '../../storage/schema.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -22,6 +25,15 @@ const CreateBatchBody = Type.Object({
   completion_window: Type.Literal('24h'),
   metadata: Type.Optional(Type.Union([Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 512 }), { maxProperties: 16 }), Type.Null()])),
 });
+
+/** A file's bytes as a download under its name. */
+function sendContent(reply: FastifyReply, { row, stream }: { row: OpenAiFileRow; stream: Readable }): FastifyReply {
+  return reply
+    .type('application/octet-stream')
+    .header('content-length', String(row.bytes))
+    .header('content-disposition', `attachment; filename="${row.filename.replace(/["\\\r\n]/g, '_')}"`)
+    .send(stream);
+}
 
 const tooLarge = () => new ApiError('file_too_large', `file is larger than the ${OPENAI_FILE_MAX_BYTES / 1024 / 1024} MB limit`, 'file');
 
@@ -85,14 +97,7 @@ export const openAiBatchRoutes = (services: AppServices): FastifyPluginAsyncType
     async (request) => files.find(request.ctx.principal.userId, request.params.file_id).then((row) => files.objectOf(row)));
 
   app.get('/files/:file_id/content', { schema: { tags, summary: 'The bytes of one of your files (a batch\'s output: JSON lines)', security, params: FileId } },
-    async (request, reply) => {
-      const { row, stream } = await files.content(request.ctx.principal.userId, request.params.file_id);
-      return reply
-        .type('application/octet-stream')
-        .header('content-length', String(row.bytes))
-        .header('content-disposition', `attachment; filename="${row.filename.replace(/["\\\r\n]/g, '_')}"`)
-        .send(stream);
-    });
+    async (request, reply) => sendContent(reply, await files.content(request.ctx.principal.userId, request.params.file_id)));
 
   app.delete('/files/:file_id', { schema: { tags, summary: 'Delete one of your files', security, params: FileId } },
     async (request) => files.delete(request.ctx.principal.userId, request.params.file_id));
@@ -119,4 +124,22 @@ export const openAiBatchRoutes = (services: AppServices): FastifyPluginAsyncType
   app.post('/batches/:batch_id/cancel', {
     schema: { tags, summary: 'Cancel a batch: no more lines start; running lines finish', security, params: BatchId },
   }, async (request) => batches.cancel(request.ctx.principal.userId, request.params.batch_id));
+};
+
+/** Every user's batches and their files, for the console's batches page (the admin group's). */
+export const adminBatchRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
+  app.get('/admin/batches', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Every user\'s batches, newest first, each with its user_id',
+      security,
+      querystring: Type.Object({
+        after: Type.Optional(Type.String({ description: 'the id of the last batch of the previous page' })),
+        limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, default: 20 })),
+      }),
+    },
+  }, async (request) => services.batches.list(undefined, request.query));
+
+  app.get('/admin/files/:file_id/content', { schema: { tags: ['admin'], summary: 'The bytes of any user\'s file of /openai/v1/files', security, params: FileId } },
+    async (request, reply) => sendContent(reply, await services.openaiFiles.content(undefined, request.params.file_id)));
 };

@@ -19,6 +19,11 @@ export class OpenAiFilesRepo {
     return this.db.kysely.selectFrom('openai_files').selectAll().where('id', '=', id).where('user_id', '=', userId).executeTakeFirst();
   }
 
+  /** Any user's file (the admin's reads). */
+  async get(id: string): Promise<OpenAiFileRow | undefined> {
+    return this.db.kysely.selectFrom('openai_files').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
   /** The user's files, newest first, after the file `after` (a cursor), of a purpose if given. */
   async list(userId: string, opts: { limit: number; after?: OpenAiFileRow; purpose?: string }): Promise<OpenAiFileRow[]> {
     let q = this.db.kysely.selectFrom('openai_files').selectAll().where('user_id', '=', userId);
