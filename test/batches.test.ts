@@ -1,5 +1,6 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { Readable } from 'node:stream';
 import OpenAI, { toFile } from 'openai';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
@@ -196,6 +197,29 @@ describe('OpenAI batches', () => {
     await refused(client.batches.create({ input_file_id: 'file_missing', endpoint: '/v1/embeddings', completion_window: '24h' }), 404, 'input_file_id');
     await refused(client.files.create({ file: await toFile(Buffer.from('{}\n'), 'x.jsonl'), purpose: 'fine-tune' }), 400, 'purpose');
     await refused(client.batches.list({ limit: 0 }) as unknown as Promise<unknown>, 400, 'limit');
+  });
+
+  it('refuses a file over 200 MB with 413, keeping nothing of it', async () => {
+    const before = (await client.files.list()).data.length;
+    const boundary = 'gengate-boundary';
+    const head = Buffer.from(`--${boundary}\r\ncontent-disposition: form-data; name="purpose"\r\n\r\nbatch\r\n--${boundary}\r\ncontent-disposition: form-data; name="file"; filename="big.jsonl"\r\ncontent-type: application/octet-stream\r\n\r\n`);
+    const chunk = Buffer.alloc(1024 * 1024, 0x20);
+    async function* body() {
+      yield head;
+      for (let i = 0; i < 200; i++) yield chunk;
+      yield Buffer.from(` \r\n--${boundary}--\r\n`);
+    }
+    const res = await srv.fetch('/openai/v1/files', {
+      method: 'POST',
+      token: await srv.tokenFor('batcher'),
+      headers: { 'content-type': `multipart/form-data; boundary=${boundary}` },
+      body: Readable.toWeb(Readable.from(body())) as ReadableStream,
+      duplex: 'half',
+    } as RequestInit);
+    assert.equal(res.status, 413);
+    const error = ((await res.json()) as Json).error;
+    assert.deepEqual([error.code, error.param], ['file_too_large', 'file']);
+    assert.equal((await client.files.list()).data.length, before);
   });
 
   it('keeps files and batches to their user: others get 404', async () => {
