@@ -53,8 +53,8 @@ export class BatchService {
     if (!isBatchEndpoint(body.endpoint)) {
       throw new ApiError('invalid_parameter', 'endpoint must be one of /v1/chat/completions, /v1/embeddings, /v1/responses, /v1/images/generations', 'endpoint');
     }
-    const input = await this.files.find(principal.userId, body.input_file_id).catch(() => {
-      throw new ApiError('file_not_found', `No such File object: ${body.input_file_id}`, 'input_file_id');
+    const input = await this.files.find(principal.userId, body.input_file_id).catch((err: unknown) => {
+      throw err instanceof ApiError && err.code === 'file_not_found' ? new ApiError('file_not_found', err.message, 'input_file_id') : err;
     });
     if (input.purpose !== 'batch') throw new ApiError('invalid_parameter', `file ${input.id} has purpose ${input.purpose}; a batch reads a file of purpose batch`, 'input_file_id');
     const now = this.now();

@@ -71,6 +71,7 @@ export function batchLineExecutor(services: AppServices): BatchLineExecutor {
       try {
         // A line waits for its image however long it takes (the batch's window bounds it).
         while (outcome.kind === 'still_running') {
+          line.call.signal.throwIfAborted();
           const record = await services.tasks.waitForEnd(outcome.task.id, services.settings.syncTimeoutMs);
           if (record) outcome = { kind: 'ended', task: outcome.task, record };
         }
