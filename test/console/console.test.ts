@@ -157,6 +157,10 @@ describe('console in a browser', { skip }, () => {
       await page.goto(`${srv.url}/console/#/tasks/${imageTaskId}`);
       await page.waitForSelector('.error');
       assert.equal(await page.$('[data-testid=task-status]'), null);
+      // Alice's own batches are listed for her token, without the admin's user column.
+      await page.goto(`${srv.url}/console/#/batches`);
+      await page.waitForSelector(`[data-testid^=batch-] >> text=completed`);
+      assert.equal(await page.$('[data-testid=batches-table] th:text("User")'), null);
     });
   });
 });
