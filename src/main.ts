@@ -67,6 +67,12 @@ import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
 import { ChannelsRepo } from './storage/repos/channels-repo.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { OpenAiFilesRepo } from './storage/repos/openai-files-repo.ts';
+import { BatchesRepo } from './storage/repos/batches-repo.ts';
+import { OpenAiFileService } from './batches/openai-files.ts';
+import { BatchService } from './batches/batch-service.ts';
+import { BatchRunner } from './batches/batch-runner.ts';
+import { batchLineExecutor } from './http/batch-lines.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -201,9 +207,14 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
+  const openaiFiles = new OpenAiFileService(new OpenAiFilesRepo(db), blobs);
+  const batchesRepo = new BatchesRepo(db);
+  // Batches run where tasks run; an API-only instance leaves them to the workers' polls.
+  let batchRunner: BatchRunner | undefined;
+  const batches = new BatchService(batchesRepo, openaiFiles, { windowMs: settings.batchCompletionWindowMs, wake: () => batchRunner?.kick() });
   const services: AppServices = { limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
-    embeddings, rerank, transcriptions, speechAudio, openaiResponses,
+    embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches,
   };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
@@ -235,6 +246,19 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     callbacks.start();
     overdueSweep = setInterval(() => void tasks.failOverdue().catch((err: unknown) => logger.error({ err }, 'failing overdue tasks failed')), OVERDUE_SWEEP_MS);
     overdueSweep.unref();
+    batchRunner = new BatchRunner({
+      repo: batchesRepo,
+      files: openaiFiles,
+      execute: batchLineExecutor(services),
+      instanceId: settings.instanceId,
+      concurrency: settings.batchConcurrency,
+      // The lease is the instance's heartbeat for its batches: a dead instance's are taken over after its TTL.
+      leaseMs: settings.workerHeartbeatTtlMs,
+      renewMs: settings.workerHeartbeatMs,
+      sole: db.dialect === 'sqlite',
+      logger: logger.child({ component: 'batches' }),
+    });
+    batchRunner.start();
   }
 
   return {
@@ -254,6 +278,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       taskEvents.close();
       tasks.close();
       await app.close();
+      // Before the queue stops: a running image line waits for its task.
+      await batchRunner?.stop();
       await queue.stop();
       runner.close();
       routing.close();

@@ -5,6 +5,7 @@ import { useRoute, Link } from './router.tsx';
 import { Overview } from './pages/overview.tsx';
 import { TaskDetail, Tasks } from './pages/tasks.tsx';
 import { Requests } from './pages/requests.tsx';
+import { Batches } from './pages/batches.tsx';
 import { Tokens } from './pages/tokens.tsx';
 import { Models } from './pages/models.tsx';
 import { Usage } from './pages/usage.tsx';
@@ -18,6 +19,7 @@ const PAGES: { path: string; label: string; adminOnly?: boolean }[] = [
   { path: 'overview', label: 'Overview' },
   { path: 'tasks', label: 'Tasks' },
   { path: 'requests', label: 'Requests', adminOnly: true },
+  { path: 'batches', label: 'Batches' },
   { path: 'tokens', label: 'Tokens & users', adminOnly: true },
   { path: 'models', label: 'Models & channels' },
   { path: 'usage', label: 'Usage' },
@@ -65,6 +67,7 @@ function App() {
   switch (page) {
     case 'tasks': content = id ? <TaskDetail id={id} isAdmin={isAdmin} /> : <Tasks isAdmin={isAdmin} />; break;
     case 'requests': content = <Requests />; break;
+    case 'batches': content = <Batches isAdmin={isAdmin} />; break;
     case 'tokens': content = <Tokens />; break;
     case 'models': content = <Models isAdmin={isAdmin} />; break;
     case 'usage': content = <Usage isAdmin={isAdmin} />; break;

@@ -170,6 +170,10 @@ export interface Settings {
   instanceId: string;
   /** Tasks one process runs at once. */
   workerConcurrency: number;
+  /** Lines of one batch (/openai/v1/batches) running at once (BATCH_CONCURRENCY). */
+  batchConcurrency: number;
+  /** How long a batch's 24h completion window really lasts (BATCH_COMPLETION_WINDOW_MS); shortened only to test expiry. */
+  batchCompletionWindowMs: number;
   /** How long a worker's claim on a task lasts without renewal before another worker may take it over. */
   taskLeaseMs: number;
   /** How often an instance sharing the store or Redis tells the others it is alive (WORKER_HEARTBEAT_MS). */
@@ -337,6 +341,8 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     logLevel: env.LOG_LEVEL || 'info',
     instanceId: env.INSTANCE_ID || `${os.hostname()}-${process.pid}`,
     workerConcurrency: intSetting(env, 'WORKER_CONCURRENCY', 16, 1),
+    batchConcurrency: intSetting(env, 'BATCH_CONCURRENCY', 8, 1),
+    batchCompletionWindowMs: intSetting(env, 'BATCH_COMPLETION_WINDOW_MS', 24 * 60 * 60 * 1000, 1000),
     taskLeaseMs: intSetting(env, 'TASK_LEASE_MS', 30_000, 100),
     workerHeartbeatMs,
     workerHeartbeatTtlMs,

@@ -39,6 +39,7 @@ import { imageEditRoutes } from './routes/image-edits.ts';
 import { embeddingRoutes, rerankRoutes } from './routes/embeddings.ts';
 import { openAiAudioRoutes } from './routes/audio-openai.ts';
 import { OPENAI_PREFIX, openAiRoutes } from './routes/openai.ts';
+import { adminBatchRoutes } from './routes/openai-batches.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -60,7 +61,8 @@ class AccessLog extends LogController {
   }
 }
 
-function makeAjv(coerceTypes: boolean): Ajv {
+/** The validator of route schemas: bodies as sent, query and path values coerced. */
+export function makeAjv(coerceTypes: boolean): Ajv {
   // Bodies are taken as sent (a string is never a number); query and path values are text and get coerced.
   const ajv = new Ajv({ coerceTypes: coerceTypes ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
   addFormats(ajv);
@@ -191,6 +193,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     await admin.register(adminChannelRoutes(services));
     await admin.register(agentRoutes(services, '/admin/agents'));
     await admin.register(adminUsageRoutes(services));
+    await admin.register(adminBatchRoutes(services));
   });
   return app;
 }

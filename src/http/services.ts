@@ -32,6 +32,8 @@ import type { TranscriptionService } from '../audio/transcription-service.ts';
 import type { SpeechAudioService } from '../audio/speech-audio.ts';
 import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 import type { ChannelRouter } from '../routing/router.ts';
+import type { OpenAiFileService } from '../batches/openai-files.ts';
+import type { BatchService } from '../batches/batch-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -86,6 +88,10 @@ export interface AppServices {
   speechAudio: SpeechAudioService;
   /** OpenAI's Responses API (/openai/v1/responses). */
   openaiResponses: OpenAiResponsesService;
+  /** OpenAI's Files API (/openai/v1/files): batch inputs and the files batches write. */
+  openaiFiles: OpenAiFileService;
+  /** OpenAI's Batch API (/openai/v1/batches). */
+  batches: BatchService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
 }

@@ -40,6 +40,8 @@ export interface CallInfo {
   body: Record<string, unknown> | undefined;
   /** Chat and agent calls count tokens. */
   countsTokens: boolean;
+  /** The batch a line of which this call runs (its ledger row names it). */
+  batchId?: string;
 }
 
 /**
@@ -106,6 +108,7 @@ function callRow(call: {
   cost?: number;
   reserved?: number;
   countersApplied?: number;
+  batchId?: string | undefined;
 }): UsageLedgerRow {
   return {
     id: call.id,
@@ -129,6 +132,7 @@ function callRow(call: {
     request_id: call.id,
     task_id: null,
     counters_applied: call.countersApplied ?? 1,
+    batch_id: call.batchId ?? null,
   };
 }
 
@@ -159,6 +163,7 @@ export class Admission implements TaskAdmission {
     /** Chat and agent calls: their tokens count against tokens_per_minute (others' only in the ledger). */
     readonly countsTokens: boolean,
     readonly rate: RateState | undefined,
+    readonly batchId: string | undefined,
   ) {}
 
   get tokenId(): string | null {
@@ -308,7 +313,7 @@ export class LimitsService {
         if (subjects.length === 0) return { ok: true, rate: undefined };
         throw err;
       });
-      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, call.countsTokens, outcome.rate);
+      if (outcome.ok) return new Admission(this, requestId, principal, call.route, model, now, subjects, credits, tokens, call.countsTokens, outcome.rate, call.batchId);
       if (outcome.code === 'stale') {
         this.limitsChangedTo(outcome.generation);
         continue;
@@ -355,6 +360,7 @@ export class LimitsService {
       cost,
       reserved: admission.reserved,
       countersApplied: applied,
+      batchId: admission.batchId,
     }));
   }
 
@@ -369,6 +375,11 @@ export class LimitsService {
     const finishedAt = this.now();
     const { id, route, principal, httpStatus } = call;
     await this.writeCallRow(callRow({ id, route, principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+  }
+
+  /** Names the batch of a task's ledger row, once the task (a batch line) has ended and written it. */
+  async tagBatchTask(taskId: string, batchId: string): Promise<void> {
+    await this.usage.tagBatch(taskId, batchId);
   }
 
   private writeCallRow(row: UsageLedgerRow): Promise<void> {
@@ -426,6 +437,7 @@ export class LimitsService {
       request_id: task.request_id,
       task_id: task.id,
       counters_applied: needsCounters && this.opts.shared ? 0 : 1,
+      batch_id: null,
     };
     if (needsCounters) this.pending.set(task.id, { ledgerId: task.id, reservationId: task.request_id, subjects, cost, tokensDelta: 0, task: true });
     return {

@@ -64,6 +64,7 @@ function entryOf(row: UsageLedgerRow): LedgerEntry {
     latency_ms: Number(row.latency_ms),
     request_id: row.request_id,
     task_id: row.task_id,
+    batch_id: row.batch_id ?? null,
   };
 }
 
@@ -87,13 +88,14 @@ export class UsageLedger {
     return { rows: sums.map((s) => ({ ...s, cost: fromMicro(s.cost) })) };
   }
 
-  async requests(filter: { user_id?: string; token_id?: string; model?: string; status?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: LedgerEntry[]; next_cursor: string | null }> {
+  async requests(filter: { user_id?: string; token_id?: string; model?: string; status?: string; batch_id?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: LedgerEntry[]; next_cursor: string | null }> {
     const limit = filter.limit ?? 50;
     const where: LedgerFilter = {
       ...(filter.user_id !== undefined ? { userId: filter.user_id } : {}),
       ...(filter.token_id !== undefined ? { tokenId: filter.token_id } : {}),
       ...(filter.model !== undefined ? { model: filter.model } : {}),
       ...(filter.status !== undefined ? { status: filter.status } : {}),
+      ...(filter.batch_id !== undefined ? { batchId: filter.batch_id } : {}),
       ...timeRange(filter),
     };
     const rows = await this.repo.list(where, limit + 1, decodeCursor(filter.cursor));

@@ -31,6 +31,9 @@ export interface Database {
   usage_daily: UsageDailyRow;
   idempotency_keys: IdempotencyKeyRow;
   task_events: TaskEventRow;
+  openai_files: OpenAiFileRow;
+  batches: BatchRow;
+  batch_lines: BatchLineRow;
 }
 
 export interface UserRow {
@@ -90,6 +93,8 @@ export interface UsageLedgerRow {
   task_id: string | null;
   /** 0 while the shared counters (Redis) have not taken this settlement in yet. */
   counters_applied: number;
+  /** The batch the call ran for (/openai/v1/batches); null outside batches. */
+  batch_id: string | null;
 }
 
 /** The ledger summed per day, user, token, model and provider, kept at settlement. */
@@ -478,4 +483,58 @@ export interface AgentApprovalRow {
   instance_id: string;
   status: AgentApprovalStatus;
   created_at: number;
+}
+
+/** A file of OpenAI's Files API (/openai/v1/files): a batch's input, output or error file. */
+export interface OpenAiFileRow {
+  id: string;
+  user_id: string;
+  /** `batch` (uploaded), `batch_output` (written by a batch). */
+  purpose: string;
+  filename: string;
+  bytes: number;
+  blob_key: string;
+  created_at: number;
+}
+
+/** A batch of OpenAI's Batch API; times in ms, null until the batch reaches them. */
+export interface BatchRow {
+  id: string;
+  user_id: string;
+  token_id: string | null;
+  endpoint: string;
+  input_file_id: string;
+  completion_window: string;
+  /** JSON of the caller's metadata, or null. */
+  metadata: string | null;
+  status: string;
+  /** JSON of the validation errors, `[{code, message, param, line}]`. */
+  errors: string | null;
+  output_file_id: string | null;
+  error_file_id: string | null;
+  request_total: number;
+  request_completed: number;
+  request_failed: number;
+  created_at: number;
+  expires_at: number;
+  in_progress_at: number | null;
+  finalizing_at: number | null;
+  completed_at: number | null;
+  failed_at: number | null;
+  expired_at: number | null;
+  cancelling_at: number | null;
+  cancelled_at: number | null;
+  lease_owner: string | null;
+  lease_until: number | null;
+}
+
+/** One input line of a batch and, once done, its output line. */
+export interface BatchLineRow {
+  batch_id: string;
+  line_no: number;
+  custom_id: string | null;
+  body: string | null;
+  state: 'pending' | 'running' | 'done';
+  result: string | null;
+  failed: number;
 }

@@ -119,6 +119,32 @@ describe('console in a browser', { skip }, () => {
     });
   });
 
+  it('lists batches with their counts and downloads their output and error files', async () => {
+    await withScreenshot(page, 'batches', async () => {
+      const form = new FormData();
+      form.set('purpose', 'batch');
+      const lines = [1, 2].map((i) => JSON.stringify({ custom_id: `emb-${i}`, method: 'POST', url: '/v1/embeddings', body: { model: 'text-embedding-3-small', input: `text ${i}`, dimensions: 256 } }));
+      form.set('file', new Blob([[...lines, 'not json'].join('\n')]), 'input.jsonl');
+      const file = (await (await srv.fetch('/openai/v1/files', { method: 'POST', token: aliceToken, body: form })).json()) as { id: string };
+      const created = await srv.fetch('/openai/v1/batches', { method: 'POST', token: aliceToken, json: { input_file_id: file.id, endpoint: '/v1/embeddings', completion_window: '24h' } });
+      const batchId = ((await created.json()) as { id: string }).id;
+      await eventually('the batch completed', async () => ((await (await srv.fetch(`/openai/v1/batches/${batchId}`, { token: aliceToken })).json()) as { status: string }).status === 'completed');
+
+      await page.goto(`${srv.url}/console/#/batches`);
+      const row = `[data-testid=batch-${batchId}]`;
+      await page.waitForSelector(row);
+      const cells = await page.$$eval(`${row} td`, (tds) => tds.map((td) => td.textContent));
+      assert.ok(cells.includes('alice') && cells.includes('completed') && cells.includes('/v1/embeddings'), JSON.stringify(cells));
+      assert.deepEqual(cells.slice(5, 8), ['3', '2', '1'], 'total, completed, failed');
+      for (const [label, expected] of [['output', 'emb-1'], ['errors', 'invalid_json_line']] as const) {
+        const [download] = await Promise.all([page.waitForEvent('download'), page.click(`${row} [data-testid=${label}-file]`)]);
+        const chunks: Buffer[] = [];
+        for await (const chunk of (await download.createReadStream())!) chunks.push(chunk as Buffer);
+        assert.ok(Buffer.concat(chunks).toString('utf8').includes(expected), `${label} file holds ${expected}`);
+      }
+    });
+  });
+
   it('an API token sees none of another user\'s tasks', async () => {
     await withScreenshot(page, 'api token isolation', async () => {
       await page.click('text=Sign out');
@@ -131,6 +157,10 @@ describe('console in a browser', { skip }, () => {
       await page.goto(`${srv.url}/console/#/tasks/${imageTaskId}`);
       await page.waitForSelector('.error');
       assert.equal(await page.$('[data-testid=task-status]'), null);
+      // Alice's own batches are listed for her token, without the admin's user column.
+      await page.goto(`${srv.url}/console/#/batches`);
+      await page.waitForSelector(`[data-testid^=batch-] >> text=completed`);
+      assert.equal(await page.$('[data-testid=batches-table] th:text("User")'), null);
     });
   });
 });

@@ -29,6 +29,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['agent'],
   ['realtime', 'overview'],
   ['openai'],
+  ['batches'],
   ['http'],
   ['main.ts'],
   ['cli.ts'],

@@ -4,7 +4,7 @@ import { useGet, when } from '../hooks.ts';
 import { Link } from '../router.tsx';
 
 export function Requests() {
-  const [filters, setFilters] = useState({ user_id: '', model: '', status: '' });
+  const [filters, setFilters] = useState({ user_id: '', model: '', status: '', batch_id: '' });
   const [cursor, setCursor] = useState<string | undefined>();
   const [trail, setTrail] = useState<(string | undefined)[]>([]);
   const { data, error } = useGet<{ data: any[]; next_cursor: string | null }>(`/admin/requests${query({ ...filters, limit: 50, cursor })}`);
@@ -16,6 +16,7 @@ export function Requests() {
         <input placeholder="user id" value={filters.user_id} onChange={set('user_id')} />
         <input placeholder="model" value={filters.model} onChange={set('model')} />
         <input placeholder="status" value={filters.status} onChange={set('status')} />
+        <input placeholder="batch id" value={filters.batch_id} onChange={set('batch_id')} />
       </div>
       {error && <p className="error">{error}</p>}
       <table>

@@ -6,7 +6,7 @@ import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
 /** Chat and agent calls: they count tokens. */
-const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
+export const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
 
 /** Sends the kept answer of the first call under a key. */
 export function sendReplay(reply: FastifyReply, answer: IdempotentReplay['answer']): FastifyReply {

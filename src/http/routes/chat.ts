@@ -89,7 +89,7 @@ const raw = (schema: Schema): TSchema => schema as TSchema;
  * The body: the gateway's fields, then the OpenAI parameters, typed so a wrong type is a 400
  * naming the field; any other parameter is passed on to the upstream as it is.
  */
-const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
+export const ChatCompletionBody = Type.Unsafe<ChatCompletionInput>(Type.Object({
   model: Type.String({ minLength: 1, description: 'catalog alias of a text_generate or omni model' }),
   messages: Type.Array(raw(Message), { minItems: 1 }),
   stream: Type.Optional(Type.Boolean({ description: 'default true: server-sent events' })),

@@ -13,6 +13,7 @@ import { toApiError } from '../plugins/errors.ts';
 import { openAiAudioRoutes } from './audio-openai.ts';
 import { chatCompletionsRoute } from './chat.ts';
 import { embeddingRoutes } from './embeddings.ts';
+import { openAiBatchRoutes } from './openai-batches.ts';
 import { imageEditReader } from './image-edits.ts';
 import { ImagesEditJsonBody } from '../../endpoints/images.ts';
 import type { AppServices } from '../services.ts';
@@ -39,6 +40,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
   await app.register(chatCompletionsRoute(services, { path: '/chat/completions', streamByDefault: false }));
   await app.register(embeddingRoutes(services));
   await app.register(openAiAudioRoutes(services));
+  await app.register(openAiBatchRoutes(services));
 
   const created = Math.floor(Date.now() / 1000);
   const modelItem = (alias: string) => {

@@ -70,6 +70,7 @@ const LedgerEntry = Type.Object({
   latency_ms: Type.Integer(),
   request_id: Type.String(),
   task_id: Type.Union([Type.String(), Type.Null()]),
+  batch_id: Type.Union([Type.String(), Type.Null()], { description: 'the batch the call ran for (/openai/v1/batches)' }),
 });
 
 /** Usage, the requests log, every task, and the limits of tokens and users. */
@@ -98,6 +99,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
         token_id: Type.Optional(Type.String()),
         model: Type.Optional(Type.String()),
         status: Type.Optional(Type.String()),
+        batch_id: Type.Optional(Type.String({ description: 'rows of the lines of one batch' })),
         from: time('rows begun from then on'),
         to: time('rows begun before then'),
         ...page,

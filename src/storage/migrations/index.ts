@@ -20,6 +20,8 @@ import * as taskDeadline from './0027-task-deadline.ts';
 import * as taskModelQueue from './0028-task-model-queue.ts';
 import * as taskEvents from './0031-task-events.ts';
 import * as cachedTokens from './0036-cached-tokens.ts';
+import * as batches from './0032-batches.ts';
+import * as ledgerBatchId from './0033-ledger-batch-id.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -44,4 +46,6 @@ export const migrations: Record<string, Migration> = {
   '0028_task_model_queue': taskModelQueue,
   '0031_task_events': taskEvents,
   '0036_cached_tokens': cachedTokens,
+  '0032_batches': batches,
+  '0033_ledger_batch_id': ledgerBatchId,
 };

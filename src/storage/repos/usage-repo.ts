@@ -37,6 +37,7 @@ export interface LedgerFilter {
   tokenId?: string;
   model?: string;
   status?: string;
+  batchId?: string;
   from?: number;
   to?: number;
 }
@@ -194,6 +195,11 @@ export class UsageRepo {
     return this.db.kysely.selectFrom('usage_ledger').selectAll().where('counters_applied', '=', 0).where('finished_at', '<', before).orderBy('finished_at').limit(limit).execute();
   }
 
+  /** Names the batch a task's row ran for (the task wrote its row at its end, knowing nothing of batches). */
+  async tagBatch(id: string, batchId: string): Promise<void> {
+    await this.db.kysely.updateTable('usage_ledger').set({ batch_id: batchId }).where('id', '=', id).execute();
+  }
+
   async find(id: string): Promise<UsageLedgerRow | undefined> {
     await this.writtenCalls();
     return this.db.kysely.selectFrom('usage_ledger').selectAll().where('id', '=', id).executeTakeFirst();
@@ -265,6 +271,7 @@ export class UsageRepo {
     if (filter.tokenId !== undefined) q = q.where('token_id', '=', filter.tokenId);
     if (filter.model !== undefined) q = q.where('model', '=', filter.model);
     if (filter.status !== undefined) q = q.where('status', '=', filter.status);
+    if (filter.batchId !== undefined) q = q.where('batch_id', '=', filter.batchId);
     q = newestFirst(q, filter.from, filter.to, after);
     return q.limit(limit).execute();
   }
