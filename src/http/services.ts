@@ -31,6 +31,7 @@ import type { TranscriptionService } from '../audio/transcription-service.ts';
 import type { SpeechAudioService } from '../audio/speech-audio.ts';
 import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 import type { ChannelRouter } from '../routing/router.ts';
+import type { AnthropicMessagesService } from '../anthropic/messages-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -83,6 +84,8 @@ export interface AppServices {
   speechAudio: SpeechAudioService;
   /** OpenAI's Responses API (/openai/v1/responses). */
   openaiResponses: OpenAiResponsesService;
+  /** Anthropic's Messages API (/anthropic/v1). */
+  anthropicMessages: AnthropicMessagesService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
 }
