@@ -133,8 +133,11 @@ function limited(text: string, request: ChatRequest): { text: string; finishReas
  * limit apply; `response_format: json_object` wraps the text as `{"reply": …}`.
  */
 export function localReply(request: ChatRequest): LocalReply {
-  const { messages } = request;
-  const promptTokens = messages.reduce((sum, m) => sum + countTokens(messageText(m)) + MESSAGE_OVERHEAD_TOKENS, 0);
+  // Instructions after the last turn (Claude Code puts its environment there) are not a turn.
+  let turns = request.messages.length;
+  while (turns > 0 && (request.messages[turns - 1].role === 'system' || request.messages[turns - 1].role === 'developer')) turns--;
+  const messages = turns === request.messages.length ? request.messages : request.messages.slice(0, turns);
+  const promptTokens = request.messages.reduce((sum, m) => sum + countTokens(messageText(m)) + MESSAGE_OVERHEAD_TOKENS, 0);
   const usage = (completion: number): ChatUsage => ({ prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion });
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') {
