@@ -344,7 +344,10 @@ describe('Anthropic Messages API translated for an OpenAI-compatible upstream', 
   before(async () => {
     process.env[KEY_ENV] = 'sk-openai-surface';
     fake = await startFakeChatUpstream();
-    srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: fake.url, api_key_env: KEY_ENV, retry: { attempts: 0 } } } }) });
+    srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify({
+      providers: { openai: { base_url: fake.url, api_key_env: KEY_ENV, retry: { attempts: 0 } }, deepseek: { adapter: 'local' } },
+      models: { 'gpt-4o-mini': { fallbacks: ['deepseek-chat'] } },
+    }) });
     token = await srv.tokenFor('carol');
     client = clientOf(srv, token);
   });
@@ -447,6 +450,15 @@ describe('Anthropic Messages API translated for an OpenAI-compatible upstream', 
     assert.equal(res.status, 502);
     const body: Json = await res.json();
     assert.deepEqual([body.type, body.error.type], ['error', 'api_error']);
+  });
+
+  it('moves a stream that fails before its first event to the model\'s fallback', async () => {
+    fake.script({ kind: 'status', status: 500, message: 'down' });
+    const res = await post({ model: 'gpt-4o-mini', max_tokens: 100, stream: true, messages: [{ role: 'user', content: 'anyone there?' }] });
+    assert.equal(res.headers.get('x-gengate-model'), 'deepseek-chat');
+    const events = await rawEvents(res);
+    assert.equal(events.at(-1).type, 'message_stop');
+    assert.match(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.text).join(''), /answered by the local model deepseek-chat/);
   });
 
   it('estimates count_tokens for a non-Anthropic upstream without calling it', async () => {
