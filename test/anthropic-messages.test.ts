@@ -22,6 +22,7 @@ function clientOf(srv: TestServer, token: string, as: 'x-api-key' | 'bearer' = '
 async function rawEvents(res: Response): Promise<Json[]> {
   assert.equal(res.status, 200, `the stream answered ${res.status}`);
   assert.match(res.headers.get('content-type') ?? '', /^text\/event-stream/);
+  assert.ok(res.headers.get('request-id'), 'a stream has its request-id too');
   const text = await res.text();
   const events: Json[] = [];
   for (const block of text.split('\n\n').filter((b) => b.trim() !== '')) {
@@ -432,6 +433,22 @@ describe('Anthropic Messages API translated for an OpenAI-compatible upstream', 
     const message = await client.messages.create({ model: 'gpt-4.1', max_tokens: 100, messages: [{ role: 'user', content: 'cached?' }] });
     assert.deepEqual(message.usage, { input_tokens: 176, output_tokens: 3, cache_creation_input_tokens: 0, cache_read_input_tokens: 1024 });
     assert.deepEqual(message.content, [{ type: 'text', text: 'from cache' }]);
+  });
+
+  it('answers an upstream\'s reasoning as a thinking block', async () => {
+    const completion = {
+      id: 'chatcmpl-thought', object: 'chat.completion', created: 1, model: 'gpt-4.1',
+      choices: [{ index: 0, message: { role: 'assistant', content: 'Four.', reasoning_content: 'Two and two make four.' }, finish_reason: 'stop' }],
+      usage: { prompt_tokens: 5, completion_tokens: 9, total_tokens: 14 },
+    };
+    fake.script({ kind: 'status', status: 200, body: JSON.stringify(completion) });
+    const message = await client.messages.create({ model: 'gpt-4.1', max_tokens: 100, thinking: { type: 'enabled', budget_tokens: 1024 }, messages: [{ role: 'user', content: '2+2?' }] });
+    assert.deepEqual(message.content, [{ type: 'thinking', thinking: 'Two and two make four.', signature: '' }, { type: 'text', text: 'Four.' }]);
+    assert.equal((fake.requests.at(-1)!.body as Json).reasoning_effort, undefined, 'gpt-4.1 lists no effort levels: thinking is dropped');
+    for (const [budget, effort] of [[2048, 'low'], [8192, 'medium'], [32000, 'high']] as const) {
+      await client.messages.create({ model: 'gpt-5-mini', max_tokens: 64000, thinking: { type: 'enabled', budget_tokens: budget }, messages: [{ role: 'user', content: 'think' }] });
+      assert.equal((fake.requests.at(-1)!.body as Json).reasoning_effort, effort);
+    }
   });
 
   it('ends a stream that fails midway with an error event, never message_stop', async () => {
