@@ -5,6 +5,7 @@ import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 import { AnthropicUpstream } from './fakes/anthropic-upstream.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
+import { GeminiUpstream } from './fakes/gemini-upstream.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -483,5 +484,40 @@ describe('Anthropic Messages API translated for an OpenAI-compatible upstream', 
     const counted = await client.messages.countTokens({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'twelve characters and more' }] });
     assert.ok(counted.input_tokens > 0);
     assert.equal(fake.requests.length, before);
+  });
+});
+
+describe('Anthropic Messages API translated for Gemini', () => {
+  const KEY_ENV = 'GEMINI_SURFACE_TEST_KEY';
+  let fake: GeminiUpstream;
+  let srv: TestServer;
+  let token: string;
+
+  before(async () => {
+    process.env[KEY_ENV] = 'gemini-surface-key';
+    fake = await new GeminiUpstream('gemini-surface-key').listen();
+    srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify({ providers: { google: { base_url: `${fake.url}/v1beta`, api_key_env: KEY_ENV, retry: { attempts: 0 } } } }) });
+    token = await srv.tokenFor('dave');
+  });
+  after(async () => {
+    await srv?.close();
+    await fake?.close();
+    delete process.env[KEY_ENV];
+  });
+
+  it('serves a Claude Code turn and a tool call on Gemini', async () => {
+    fake.script({ kind: 'function_call', name: 'Bash', args: { command: 'ls' } });
+    const res = await fetch(`${srv.url}/anthropic/v1/messages?beta=true`, {
+      method: 'POST', headers: { 'x-api-key': token, 'anthropic-version': '2023-06-01', 'anthropic-beta': 'claude-code-20250219', 'content-type': 'application/json' }, body: JSON.stringify(claudeCodeBody('gemini-2.5-flash')),
+    });
+    const events = await rawEvents(res);
+    assert.deepEqual(sequence(events), ['message_start', 'start:tool_use', 'delta:input_json_delta', 'content_block_stop', 'message_delta', 'message_stop']);
+    const use = events.find((e) => e.type === 'content_block_start').content_block;
+    assert.equal(use.name, 'Bash');
+    assert.deepEqual(JSON.parse(events.filter((e) => e.type === 'content_block_delta').map((e) => e.delta.partial_json).join('')), { command: 'ls' });
+    assert.equal(events.find((e) => e.type === 'message_delta').delta.stop_reason, 'tool_use');
+    const sent = fake.calls('gemini-2.5-flash', 'streamGenerateContent').at(-1)!.json as Json;
+    assert.equal(JSON.stringify(sent).includes('cache_control'), false);
+    assert.deepEqual(sent.tools[0].functionDeclarations.map((d: Json) => d.name), ['Bash', 'WebFetch']);
   });
 });
