@@ -242,6 +242,15 @@ describe('Anthropic Messages API on the local engine', () => {
       return ledger.data.find((r: Json) => r.request_id === id);
     });
     assert.deepEqual([row.endpoint, row.model, row.status, row.input_tokens, row.output_tokens], ['anthropic.messages', 'claude-sonnet-5-5', 'success', message.usage.input_tokens, message.usage.output_tokens]);
+
+    const res = await post('/v1/messages', { model: 'claude-sonnet-5-5', max_tokens: 50, stream: true, messages: [{ role: 'user', content: 'ledger my stream' }] });
+    const usage = (await rawEvents(res)).find((e) => e.type === 'message_delta').usage;
+    const streamed = await eventually('the streamed call\'s ledger row', async () => {
+      const ledger: Json = await (await srv.fetch('/admin/requests?user_id=alice&limit=200', { token: srv.adminToken })).json();
+      return ledger.data.find((r: Json) => r.request_id === res.headers.get('request-id'));
+    });
+    assert.deepEqual([streamed.endpoint, streamed.input_tokens, streamed.output_tokens], ['anthropic.messages', usage.input_tokens, usage.output_tokens]);
+    assert.ok(streamed.output_tokens > 0);
   });
 });
 

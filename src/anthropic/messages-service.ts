@@ -31,7 +31,7 @@ export type MessagesOutcome = (
    * can still be answered with an error status); a later one ends the events with an `error`
    * event, and `failure` holds it.
    */
-  | { kind: 'stream'; events: AsyncIterable<NativeEvent>; readonly failure: unknown }
+  | { kind: 'stream'; events: AsyncIterable<NativeEvent>; readonly failure: unknown; /** The usage the model reported, once the events are read. */ readonly usage: ChatUsage | undefined }
 ) & { route?: ServedRoute };
 
 /** An item of GET /anthropic/v1/models. */
@@ -47,6 +47,12 @@ export interface MessagesServiceDeps {
   catalog: Catalog;
   /** The catalog model a request may use, or the contract's 404/400. */
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
+}
+
+/** What a stream learns while its events are read. */
+interface StreamState {
+  failure: unknown;
+  usage: ChatUsage | undefined;
 }
 
 const frame = (event: MessageEvent): NativeEvent => ({ event: event.type, data: JSON.stringify(event) });
@@ -86,9 +92,9 @@ export class AnthropicMessagesService {
       } else answer = JSON.stringify(messageOf(completion, model.alias, stopSequences));
       return { kind: 'message', body: answer, usage: completion.usage, ...route };
     }
-    const state: { failure: unknown } = { failure: undefined };
+    const state: StreamState = { failure: undefined, usage: undefined };
     const events = this.events(outcome.chunks, model.alias, stopSequences, estimateInputTokens(body), signal, state);
-    return { kind: 'stream', events, get failure() { return state.failure; }, ...route };
+    return { kind: 'stream', events, get failure() { return state.failure; }, get usage() { return state.usage; }, ...route };
   }
 
   /** The input tokens of a prompt: the upstream's count for an `anthropic` upstream, else an estimate. */
@@ -122,13 +128,14 @@ export class AnthropicMessagesService {
    * the alias), or the chat chunks translated. The chat service's closing usage chunk after an
    * upstream's own events has nothing to add.
    */
-  private async *events(chunks: AsyncIterable<ChatChunk>, alias: string, stopSequences: readonly string[], inputTokens: number, signal: AbortSignal, state: { failure: unknown }): AsyncGenerator<NativeEvent> {
+  private async *events(chunks: AsyncIterable<ChatChunk>, alias: string, stopSequences: readonly string[], inputTokens: number, signal: AbortSignal, state: StreamState): AsyncGenerator<NativeEvent> {
     let sent = false;
     let native: boolean | undefined;
     let upstreamError = false;
     const translated = new MessageEventStream(alias, stopSequences, inputTokens);
     try {
       for await (const chunk of chunks) {
+        if (chunk.usage) state.usage = chunk.usage;
         native ??= chunk.native !== undefined;
         if (native) {
           if (!chunk.native) continue;

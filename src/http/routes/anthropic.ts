@@ -60,6 +60,8 @@ export const anthropicRoutes = (services: AppServices): FastifyPluginAsyncTypebo
       if (!signal.aborted) request.log.warn({ err }, 'anthropic stream failed');
     }
     if (outcome.failure) request.log.warn({ err: outcome.failure }, 'anthropic stream failed after it started');
+    const usage = outcome.usage;
+    if (usage) request.ctx.recordUsage(usage.prompt_tokens, usage.completion_tokens);
     sse.end();
   });
 
