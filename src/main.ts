@@ -37,6 +37,7 @@ import { Mesh3dService } from './mesh3d/service.ts';
 import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
+import { AnthropicMessagesService } from './anthropic/messages-service.ts';
 import { createAgentServices } from './agent/create-agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
@@ -212,9 +213,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   // Batches run where tasks run; an API-only instance leaves them to the workers' polls.
   let batchRunner: BatchRunner | undefined;
   const batches = new BatchService(batchesRepo, openaiFiles, { windowMs: settings.batchCompletionWindowMs, wake: () => batchRunner?.kick() });
+  const anthropicMessages = new AnthropicMessagesService({ chat, catalog, resolveModel });
   const services: AppServices = { limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
-    embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches,
+    embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages,
   };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });

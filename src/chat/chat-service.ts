@@ -3,7 +3,7 @@ import type { CapabilityName } from '../catalog/schema.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { ChatModelRegistry } from '../providers/registry.ts';
-import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatParams, ChatRequest, ChatUsage, RoutedResponses, ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
+import type { ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatParams, ChatRequest, ChatUsage, NativeCall, RoutedResponses, ServedRoute, UpstreamResponsesEvent } from '../providers/spec.ts';
 import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from '../core/chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
@@ -12,7 +12,7 @@ import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '
 import type { Span } from '@opentelemetry/api';
 
 /** A chat model needs one of these types (else 400 model_capability_mismatch). */
-const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
+export const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
 /** Characters per token when a model reports no usage (OpenAI's rule of thumb for English). */
 const CHARS_PER_TOKEN = 4;
 const NO_HISTORY: ChatMessage[] = [];
@@ -117,13 +117,14 @@ export class ChatService {
 
   /**
    * Runs one call. Failures before the answer starts are thrown (ApiError); a stream's later
-   * failure is thrown by its iteration. `signal` aborts the call (the client went away).
+   * failure is thrown by its iteration. `signal` aborts the call (the client went away). `native`:
+   * the call as it came in an upstream API's shape, which `input` translates (providers/spec.ts).
    */
-  async start(input: ChatCompletionInput, ownerId: string, signal: AbortSignal): Promise<ChatOutcome> {
+  async start(input: ChatCompletionInput, ownerId: string, signal: AbortSignal, native?: NativeCall): Promise<ChatOutcome> {
     const { model: alias, messages: sent, stream = true, conversationId, sessionId, ...params } = input;
     const conversation = conversationId ?? sessionId;
     const { model, chatModel, added, messages } = await this.prepare(alias, sent, ownerId, conversation);
-    const request: ChatRequest = { model, messages, params };
+    const request: ChatRequest = { model, messages, params, ...(native ? { native } : {}) };
     const turn = conversation === undefined ? undefined : { ownerId, id: conversation, added };
     let route: ServedRoute | undefined;
     const options = { signal, served: (served: ServedRoute) => void (route = served) };
@@ -206,6 +207,17 @@ export class ChatService {
     } finally {
       if (traced) endChatSpan(traced.span, traced.route, usage);
     }
+  }
+
+  /**
+   * The input tokens of a call that is not made: the upstream's own count where its API has one
+   * (routed as the call would be), else estimated from the text.
+   */
+  async countTokens(input: ChatCompletionInput, ownerId: string, signal: AbortSignal, native?: NativeCall): Promise<number> {
+    const { model: alias, messages: sent, stream: _stream, conversationId: _conversation, sessionId: _session, ...params } = input;
+    const { model, chatModel, messages } = await this.prepare(alias, sent, ownerId, undefined);
+    const request: ChatRequest = { model, messages, params, ...(native ? { native } : {}) };
+    return (await chatModel.countTokens?.(request, { signal })) ?? estimatedUsage(request, 0).prompt_tokens;
   }
 
   /**

@@ -100,7 +100,27 @@ export const ERROR_CODES = {
 
 export type ErrorCode = keyof typeof ERROR_CODES;
 
-export type ErrorShape = 'api' | 'asset' | 'envelope';
+export type ErrorShape = 'api' | 'asset' | 'envelope' | 'anthropic';
+
+/** Anthropic's error types by HTTP status (the /anthropic surface); another status is invalid_request_error below 500, api_error from it. */
+const ANTHROPIC_ERROR_TYPES: Partial<Record<number, string>> = {
+  400: 'invalid_request_error',
+  401: 'authentication_error',
+  403: 'permission_error',
+  404: 'not_found_error',
+  413: 'request_too_large',
+  429: 'rate_limit_error',
+  500: 'api_error',
+  502: 'api_error',
+  503: 'overloaded_error',
+  504: 'api_error',
+  529: 'overloaded_error',
+};
+
+/** The error type Anthropic's API names for an HTTP status. */
+export function anthropicErrorType(status: number): string {
+  return ANTHROPIC_ERROR_TYPES[status] ?? (status >= 500 ? 'api_error' : 'invalid_request_error');
+}
 
 export class ApiError extends Error {
   readonly status: ErrorStatus;
@@ -121,8 +141,11 @@ export class ApiError extends Error {
     this.type = ERROR_TYPES[this.status];
   }
 
-  /** The body in one of the three error shapes: the API's (`api`), the asset registry's (`asset`) or the upload envelope. */
-  toBody(shape: ErrorShape): unknown {
+  /**
+   * The body in one of the error shapes: the API's (`api`), the asset registry's (`asset`), the
+   * upload envelope, or Anthropic's (`anthropic`, with the request id when given).
+   */
+  toBody(shape: ErrorShape, requestId?: string): unknown {
     switch (shape) {
       case 'api':
         return { error: { message: this.message, type: this.type, code: this.code, param: this.param, ...this.extra } };
@@ -130,6 +153,8 @@ export class ApiError extends Error {
         return { error: { code: this.code.toUpperCase(), message: this.message, details: this.param ? { param: this.param, ...this.details } : this.details } };
       case 'envelope':
         return { code: this.status, message: this.message, data: { success: false } };
+      case 'anthropic':
+        return { type: 'error', error: { type: anthropicErrorType(this.status), message: this.message }, ...(requestId === undefined ? {} : { request_id: requestId }) };
     }
   }
 }

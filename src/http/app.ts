@@ -40,6 +40,7 @@ import { embeddingRoutes, rerankRoutes } from './routes/embeddings.ts';
 import { openAiAudioRoutes } from './routes/audio-openai.ts';
 import { OPENAI_PREFIX, openAiRoutes } from './routes/openai.ts';
 import { adminBatchRoutes } from './routes/openai-batches.ts';
+import { ANTHROPIC_KEY_HEADER, ANTHROPIC_PREFIX, anthropicRoutes } from './routes/anthropic.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -149,7 +150,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(consolePageRoutes);
   await app.register(servedFileRoutes(services));
 
-  // API tokens on /v1, /openai/v1, /api and /upload; admission on /v1 and /openai/v1.
+  // API tokens on /v1, /openai/v1, /api and /upload; admission on /v1 and /openai/v1 (and /anthropic, below).
   await app.register(async (api) => {
     requireApiToken(api, services.tokens);
     await api.register(async (admitted) => {
@@ -182,6 +183,22 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       await assets.register(assetRoutes(services));
     });
   });
+
+  // Anthropic's API on /anthropic: API tokens as x-api-key or bearer, the same admission as /v1,
+  // Anthropic's error shape and its request-id header on every answer (a refused token's too).
+  await app.register(async (anthropic) => {
+    anthropic.addHook('onRequest', (request, reply, done) => {
+      reply.header('request-id', request.id);
+      done();
+    });
+    anthropic.addHook('onRoute', (route) => {
+      route.config = { ...route.config, errorShape: 'anthropic' };
+    });
+    requireApiToken(anthropic, services.tokens, ANTHROPIC_KEY_HEADER);
+    registerAdmission(anthropic, services);
+    registerBodyChecks(anthropic, { bareWritesTakeObjects: false });
+    await anthropic.register(anthropicRoutes(services));
+  }, { prefix: ANTHROPIC_PREFIX });
 
   // The admin token only, on /admin.
   await app.register(async (admin) => {

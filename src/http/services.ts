@@ -34,6 +34,7 @@ import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 import type { ChannelRouter } from '../routing/router.ts';
 import type { OpenAiFileService } from '../batches/openai-files.ts';
 import type { BatchService } from '../batches/batch-service.ts';
+import type { AnthropicMessagesService } from '../anthropic/messages-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -92,6 +93,8 @@ export interface AppServices {
   openaiFiles: OpenAiFileService;
   /** OpenAI's Batch API (/openai/v1/batches). */
   batches: BatchService;
+  /** Anthropic's Messages API (/anthropic/v1). */
+  anthropicMessages: AnthropicMessagesService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
 }

@@ -182,6 +182,27 @@ export interface ChatRequest {
   model: LiveModel;
   messages: ChatMessage[];
   params: ChatParams;
+  /** The call as it came in an upstream API's own shape; `messages` and `params` are its translation. */
+  native?: NativeCall;
+}
+
+/**
+ * A call made in Anthropic's Messages API shape (the /anthropic surface). An adapter that speaks
+ * that API sends `body` as it came (its model, and `max_tokens` as the routed params hold it,
+ * replaced) with `headers`, and hands back the upstream's answer as it came (`native` of the
+ * completion, of each chunk); every other adapter reads the translated messages and params.
+ */
+export interface NativeCall {
+  api: 'anthropic';
+  body: Record<string, unknown>;
+  /** Request headers passed on (anthropic-beta). */
+  headers: Record<string, string>;
+}
+
+/** One upstream stream event as it came: its event name and data. */
+export interface NativeEvent {
+  event: string;
+  data: string;
 }
 
 /** A chat call's tokens in OpenAI's names: `prompt_tokens` is all the input, cached and written to the cache included. */
@@ -206,9 +227,13 @@ export interface ChatCompletion {
     index: number;
     message: { role: 'assistant'; content: string | null; tool_calls?: ChatToolCall[]; refusal?: string | null; [field: string]: unknown };
     finish_reason: ChatFinishReason | null;
+    /** The stop sequence that ended the answer, as vLLM and the local model report it. */
+    stop_reason?: string | number | null;
     logprobs?: unknown;
   }[];
   usage?: ChatUsage;
+  /** The upstream's answer as it came, for a NativeCall it served in its own shape. */
+  native?: string;
   [field: string]: unknown;
 }
 
@@ -230,9 +255,13 @@ export interface ChatChunk {
     index: number;
     delta: { role?: 'assistant'; content?: string | null; refusal?: string | null; tool_calls?: ChatToolCallDelta[]; [field: string]: unknown };
     finish_reason: ChatFinishReason | null;
+    /** The stop sequence that ended the answer, as vLLM and the local model report it. */
+    stop_reason?: string | number | null;
     logprobs?: unknown;
   }[];
   usage?: ChatUsage | null;
+  /** The upstream's event this chunk was read from, for a NativeCall served in its own shape. */
+  native?: NativeEvent;
   [field: string]: unknown;
 }
 
@@ -265,6 +294,8 @@ export interface ChatModel {
   stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>>;
   /** OpenAI's Responses API as the upstream itself serves it (the `openai` adapter); absent when it does not. */
   responses?: ResponsesApi;
+  /** The upstream's own count of the request's input tokens where its API has one (Anthropic's count_tokens), else undefined. */
+  countTokens?(request: ChatRequest, options: ChatCallOptions): Promise<number | undefined>;
 }
 
 // ---- OpenAI's Responses API passed through to an upstream that serves it ----

@@ -55,6 +55,14 @@ class RoutedChatModel implements ChatModel {
     return this.served(outcome, options);
   }
 
+  async countTokens(request: ChatRequest, options: ChatCallOptions): Promise<number | undefined> {
+    const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, (target) => {
+      const [model, routed] = this.on(target, request);
+      return model.countTokens ? model.countTokens(routed, { signal: target.signal }) : Promise.resolve(undefined);
+    });
+    return this.served(outcome, options);
+  }
+
   async stream(request: ChatRequest, options: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
     const outcome = await this.router.route({ model: request.model, input: request.params, translate: translateChatParams, signal: options.signal }, async (target) => {
       const [model, routed] = this.on(target, request);

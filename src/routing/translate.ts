@@ -32,7 +32,7 @@ const FITTERS: Record<FallbackFit, InputFitter> = {
 const CHAT_TYPES: CapabilityName[] = ['text_generate', 'omni'];
 
 /** Reasoning effort levels from least to most, to find the nearest level a model lists. */
-const EFFORT_ORDER = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
+export const EFFORT_ORDER = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'];
 
 /** Fields the gateway itself reads from an input; never dropped. */
 const GATEWAY_FIELDS = new Set(['_metadata', 'options']);

@@ -51,9 +51,21 @@ export class AnthropicUpstream extends RecordingUpstream {
     super();
   }
 
+  /** The tool an unscripted request offering it calls until a tool_result is in its conversation (toolLoop). */
+  private loop: { name: string; input: Record<string, unknown> } | undefined;
+
   /** Queues behaviours for the next requests, one each. */
   script(...behaviours: AnthropicBehaviour[]): void {
     this.queue.push(...behaviours);
+  }
+
+  /**
+   * From now on an unscripted request whose tools include `name` calls it with `input` while its
+   * conversation holds no tool_result, and answers `Tool said: <the last result>` once it does:
+   * an agent's turn that runs one tool and then answers.
+   */
+  toolLoop(name: string, input: Record<string, unknown>): void {
+    this.loop = { name, input };
   }
 
   /** The JSON bodies of the requests to /v1/messages, in order. */
@@ -61,16 +73,42 @@ export class AnthropicUpstream extends RecordingUpstream {
     return this.requestsTo('/v1/messages', 'POST').map((r) => r.json as Record<string, unknown>);
   }
 
+  /** The JSON bodies of the requests to /v1/messages/count_tokens, in order. */
+  countBodies(): Record<string, unknown>[] {
+    return this.requestsTo('/v1/messages/count_tokens', 'POST').map((r) => r.json as Record<string, unknown>);
+  }
+
   protected async handle(req: RecordedRequest, res: http.ServerResponse): Promise<void> {
-    if (req.method !== 'POST' || req.path !== '/v1/messages') return this.error(res, 404, 'not_found_error', `no route ${req.method} ${req.path}`);
+    const counting = req.path === '/v1/messages/count_tokens';
+    if (req.method !== 'POST' || (req.path !== '/v1/messages' && !counting)) return this.error(res, 404, 'not_found_error', `no route ${req.method} ${req.path}`);
     if (req.headers['x-api-key'] !== this.apiKey) return this.error(res, 401, 'authentication_error', 'invalid x-api-key');
     if (req.headers['anthropic-version'] !== '2023-06-01') return this.error(res, 400, 'invalid_request_error', 'anthropic-version: header is required');
-    const body = req.json as { model?: string; max_tokens?: number; messages?: Message[]; stream?: boolean; system?: unknown } | undefined;
+    const body = req.json as { model?: string; max_tokens?: number; messages?: Message[]; stream?: boolean; system?: unknown; tools?: { name: string }[] } | undefined;
+    if (counting) return this.count(body, res);
     const problem = body ? this.check(body) : 'the body is not JSON';
     if (problem) return this.error(res, 400, 'invalid_request_error', problem);
-    const behaviour = this.queue.shift();
+    const behaviour = this.queue.shift() ?? this.looped(body!);
     if (behaviour?.kind === 'hang') return;
     await this.answer(body!, behaviour, res);
+  }
+
+  /** What the tool loop does with an unscripted request, if it applies. */
+  private looped(body: { messages?: Message[]; tools?: { name: string }[] }): AnthropicBehaviour | undefined {
+    const loop = this.loop;
+    if (!loop || !body.tools?.some((tool) => tool.name === loop.name)) return undefined;
+    const results = body.messages!.flatMap((m) => (Array.isArray(m.content) ? m.content.filter((b) => b.type === 'tool_result') : []));
+    if (results.length === 0) return { kind: 'tool_use', name: loop.name, input: loop.input };
+    const last = results.at(-1)!.content;
+    return { kind: 'text', text: `Tool said: ${typeof last === 'string' ? last : textOf(last as Block[])}` };
+  }
+
+  /** `POST /v1/messages/count_tokens`: the words of the system prompt, the messages and the tools. */
+  private count(body: { model?: string; messages?: Message[]; system?: unknown; tools?: unknown } | undefined, res: http.ServerResponse): void {
+    if (typeof body?.model !== 'string') return this.error(res, 400, 'invalid_request_error', 'model: Field required');
+    if (!Array.isArray(body.messages)) return this.error(res, 400, 'invalid_request_error', 'messages: Field required');
+    const system = typeof body.system === 'string' ? body.system : textOf(body.system as Block[] | undefined);
+    const tokens = words(system) + body.messages.reduce((sum, m) => sum + words(textOf(m.content)), 0) + (body.tools ? words(JSON.stringify(body.tools)) : 0);
+    sendJson(res, 200, { input_tokens: tokens }, { 'request-id': 'req_fakecount' });
   }
 
   private error(res: http.ServerResponse, status: number, type: string, message: string): void {
@@ -83,10 +121,11 @@ export class AnthropicUpstream extends RecordingUpstream {
     if (!Number.isInteger(body.max_tokens)) return 'max_tokens: Field required';
     const messages = body.messages;
     if (!Array.isArray(messages) || messages.length === 0) return 'messages: at least one message is required';
-    if (messages[0]!.role !== 'user') return 'messages: first message must use the "user" role';
+    if (messages.find((m) => m.role !== 'system')?.role !== 'user') return 'messages: first message must use the "user" role';
     for (let i = 0; i < messages.length; i++) {
       const { role, content } = messages[i]!;
-      if (role !== 'user' && role !== 'assistant') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
+      // A system turn among the others is taken (Claude Code sends one).
+      if (role !== 'user' && role !== 'assistant' && role !== 'system') return `messages.${i}.role: Input should be 'user' or 'assistant'`;
       if (Array.isArray(content) && content.some((b) => b.type === 'text' && !b.text)) return `messages.${i}: text content blocks must be non-empty`;
       const uses = Array.isArray(content) ? content.filter((b) => b.type === 'tool_use') : [];
       const thinking = uses.map((u) => this.thinkingOf.get(u.id!)).find(Boolean);

@@ -49,6 +49,12 @@ export interface FakeChatUpstream {
   requests: RecordedRequest[];
   /** Queues behaviours for the next requests, one each. */
   script(...behaviours: Behaviour[]): void;
+  /**
+   * From now on an unscripted request whose tools include `name` calls it with `args` (JSON text)
+   * while its conversation holds no tool message, and answers `Tool said: <the last tool message>`
+   * once it does: an agent's turn that runs one tool and then answers.
+   */
+  toolLoop(name: string, args: string): void;
   /** Resolves when a request's connection closed before its answer was complete (the caller went away). */
   nextAbort(): Promise<RecordedRequest>;
   /** Resolves with the next request the fake receives. */
@@ -110,9 +116,19 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: `no route ${req.url}`, type: 'invalid_request_error', param: null, code: 'not_found' } }));
         return;
       }
-      void answer(body, queue.shift(), res).catch(() => res.destroy());
+      void answer(body, queue.shift() ?? looped(body), res).catch(() => res.destroy());
     });
   });
+
+  let loop: { name: string; args: string } | undefined;
+  /** What the tool loop does with an unscripted request, if it applies. */
+  function looped(body: Record<string, unknown>): Behaviour | undefined {
+    const tools = (body.tools as { function?: { name?: string } }[] | undefined) ?? [];
+    if (!loop || !tools.some((tool) => tool.function?.name === loop!.name)) return undefined;
+    const results = ((body.messages as { role: string; content: unknown }[]) ?? []).filter((m) => m.role === 'tool');
+    if (results.length === 0) return { kind: 'tool_call', name: loop.name, arguments: loop.args };
+    return { kind: 'reply', content: `Tool said: ${textOf(results.at(-1)!.content)}` };
+  }
 
   async function answer(body: Record<string, unknown>, behaviour: Behaviour | undefined, res: ServerResponse): Promise<void> {
     const id = `chatcmpl-fake${++served}`;
@@ -208,6 +224,7 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
     port,
     requests,
     script: (...behaviours) => void queue.push(...behaviours),
+    toolLoop: (name, args) => void (loop = { name, args }),
     nextAbort: () => (aborted.length > 0 ? Promise.resolve(aborted.shift()!) : new Promise((resolve) => abortWaiters.push(resolve))),
     nextRequest: () => new Promise((resolve) => requestWaiters.push(resolve)),
     close: () => new Promise((resolve) => {

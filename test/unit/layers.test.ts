@@ -28,7 +28,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['chat'],
   ['agent'],
   ['realtime', 'overview'],
-  ['openai'],
+  ['openai', 'anthropic'],
   ['batches'],
   ['http'],
   ['main.ts'],

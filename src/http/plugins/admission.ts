@@ -5,6 +5,18 @@ import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /**
+     * The name limits and the ledger give this route's calls (a surface's own endpoint name, e.g.
+     * `anthropic.messages`), instead of its path.
+     */
+    callName?: string;
+    /** The route's calls count tokens (chat-like); by default chat completions and responses do. */
+    countsTokens?: boolean;
+  }
+}
+
 /** Chat and agent calls: they count tokens. */
 export const COUNTS_TOKENS = /\/(chat\/completions|responses)$/;
 
@@ -36,7 +48,7 @@ async function* fingerprinted(parts: AsyncIterableIterator<Multipart>, claim: (h
 
 /** The call's route for limits and the ledger: its method and matched route pattern. */
 function routeOf(request: FastifyRequest): string {
-  return `${request.method} ${request.routeOptions.url ?? ''}`;
+  return `${request.method} ${request.routeOptions.config?.callName ?? request.routeOptions.url ?? ''}`;
 }
 
 function bodyObject(request: FastifyRequest): Record<string, unknown> | undefined {
@@ -79,7 +91,7 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
       }
     }
     const admission = await inSpan('gengate.admission', () => ({ attributes: { 'gengate.endpoint': route, 'enduser.id': principal.userId } }), () =>
-      deps.limits.admit(principal, request.id, { route, body: bodyObject(request), countsTokens: COUNTS_TOKENS.test(route) }),
+      deps.limits.admit(principal, request.id, { route, body: bodyObject(request), countsTokens: request.routeOptions.config?.countsTokens ?? COUNTS_TOKENS.test(route) }),
     );
     request.ctx.admission = admission;
     if (admission.rate) reply.headers(rateHeaders(admission.rate));

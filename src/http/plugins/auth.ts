@@ -20,12 +20,13 @@ type Authorize = (request: FastifyRequest, token: string) => Promise<void> | und
  * decides, never the URL (the router decodes the path, so `/%61dmin/…` reaches /admin/…, and a
  * check of the raw URL could be walked around).
  */
-function requireBearer(group: FastifyInstance, authorize: Authorize): void {
+function requireBearer(group: FastifyInstance, authorize: Authorize, keyHeader?: string): void {
   group.addHook('onRequest', (request, _reply, done) => {
     let settled: Promise<void> | undefined;
     try {
-      const token = bearerOf(request);
-      if (!token) throw new ApiError('missing_api_key', 'missing bearer token: send Authorization: Bearer <token>');
+      const key = keyHeader === undefined ? undefined : request.headers[keyHeader];
+      const token = (typeof key === 'string' && key !== '' ? key.trim() : undefined) ?? bearerOf(request);
+      if (!token) throw new ApiError('missing_api_key', keyHeader === undefined ? 'missing bearer token: send Authorization: Bearer <token>' : `missing API key: send ${keyHeader}: <token> or Authorization: Bearer <token>`);
       settled = authorize(request, token);
     } catch (err) {
       done(err as Error);
@@ -37,8 +38,11 @@ function requireBearer(group: FastifyInstance, authorize: Authorize): void {
   });
 }
 
-/** The routes of `group` take API tokens (/v1, /openai/v1, /api, /upload). */
-export function requireApiToken(group: FastifyInstance, tokens: TokenService): void {
+/**
+ * The routes of `group` take API tokens (/v1, /openai/v1, /api, /upload); with `keyHeader` also
+ * as that header's value (/anthropic's x-api-key), which goes before a bearer token.
+ */
+export function requireApiToken(group: FastifyInstance, tokens: TokenService, keyHeader?: string): void {
   requireBearer(group, (request, token) => {
     const accept = (principal: Principal | undefined): void => {
       if (!principal) throw new ApiError('invalid_api_key', 'unknown or revoked token');
@@ -48,7 +52,7 @@ export function requireApiToken(group: FastifyInstance, tokens: TokenService): v
     if (cached === 'miss') return tokens.authenticate(token).then(accept);
     accept(cached);
     return undefined;
-  });
+  }, keyHeader);
 }
 
 /** The routes of `group` take the admin token only (/admin); an API token there is a 403. */

@@ -94,12 +94,14 @@ export function errorShapeOf(request: FastifyRequest): ErrorShape {
   const configured = request.routeOptions.config?.errorShape;
   if (configured) return configured;
   const url = request.routeOptions.url ?? request.url;
+  // A path under /anthropic that names no route has no route config to say so.
+  if (url.startsWith('/anthropic/')) return 'anthropic';
   return url.startsWith('/api/') || url.startsWith('/upload/') ? 'asset' : 'api';
 }
 
 export function sendError(request: FastifyRequest, reply: FastifyReply, error: ApiError): FastifyReply {
   for (const [name, value] of Object.entries(error.headers)) reply.header(name, value);
-  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toBody(errorShapeOf(request)));
+  return reply.code(error.status).type('application/json; charset=utf-8').send(error.toBody(errorShapeOf(request), request.id));
 }
 
 /** The only place errors become bodies. */

@@ -1,15 +1,24 @@
 import type { AdapterContext } from '../adapter-support.ts';
 import { translatedChunks } from '../chat-sse.ts';
-import { answerJson, ChatTransport } from '../openai/chat-transport.ts';
-import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatRequest } from '../spec.ts';
-import { ANTHROPIC_VERSION, AnthropicStream, completionOf, messagesBody } from './mapping.ts';
+import { answerJson, answerText, ChatTransport, parsedAnswer } from '../openai/chat-transport.ts';
+import { readAnswer } from '../upstream-reply.ts';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatRequest, NativeCall } from '../spec.ts';
+import { ANTHROPIC_VERSION, AnthropicStream, completionOf, messagesBody, NativeAnthropicStream, nativeBody } from './mapping.ts';
+import { AnthropicTokenCount } from './reply-schemas.ts';
 
 /** Where the `anthropic` adapter's provider is served when its settings name no base_url. */
 const ANTHROPIC_BASE_URL = 'https://api.anthropic.com/v1';
 
+/** The call as it came in the Messages API's shape, when it did: then it is sent as it is. */
+function nativeOf(request: ChatRequest): NativeCall | undefined {
+  return request.native?.api === 'anthropic' ? request.native : undefined;
+}
+
 /**
  * Claude through Anthropic's Messages API (`POST {base_url}/messages`, key as `x-api-key`).
  * Rate limits, server errors and 529 overloaded_error are tried again before any answer starts.
+ * A call that came in the Messages API's shape (/anthropic) goes as it came, and its answer or
+ * events come back as they came besides their chat translation.
  */
 class AnthropicChatModel implements ChatModel {
   constructor(
@@ -19,15 +28,31 @@ class AnthropicChatModel implements ChatModel {
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
-    const res = await this.transport.post(JSON.stringify(messagesBody(request, false, provider)), false, signal, '/messages');
-    const reply = await answerJson(res, provider, signal);
-    return completionOf(reply, provider);
+    const native = nativeOf(request);
+    if (!native) {
+      const res = await this.transport.post(JSON.stringify(messagesBody(request, false, provider)), false, signal, '/messages');
+      return completionOf(await answerJson(res, provider, signal), provider);
+    }
+    const res = await this.transport.post(nativeBody(request, native), false, signal, '/messages', native.headers);
+    const text = await answerText(res, provider, signal);
+    return { ...completionOf(parsedAnswer(text, provider), provider), native: text };
   }
 
   async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
     const { provider, timeoutMs } = this.opts;
-    const res = await this.transport.post(JSON.stringify(messagesBody(request, true, provider)), true, signal, '/messages');
-    return translatedChunks(res.body, new AnthropicStream(provider), { provider, timeoutMs, signal });
+    const native = nativeOf(request);
+    const body = native ? nativeBody(request, native) : JSON.stringify(messagesBody(request, true, provider));
+    const res = await this.transport.post(body, true, signal, '/messages', native?.headers);
+    return translatedChunks(res.body, native ? new NativeAnthropicStream(provider) : new AnthropicStream(provider), { provider, timeoutMs, signal });
+  }
+
+  /** Anthropic's own count (`POST /messages/count_tokens`) of a count request that came in its shape. */
+  async countTokens(request: ChatRequest, { signal }: ChatCallOptions): Promise<number | undefined> {
+    const { provider } = this.opts;
+    const native = nativeOf(request);
+    if (!native) return undefined;
+    const res = await this.transport.post(nativeBody(request, native), false, signal, '/messages/count_tokens', native.headers);
+    return readAnswer(AnthropicTokenCount, await answerJson(res, provider, signal), provider).input_tokens;
   }
 }
 

@@ -8,7 +8,7 @@ import { choiceOf, mediaLink, nowSeconds, parseDataUri, refuseParams, toolArgume
 import { streamFrame, type StreamTranslator } from '../chat-sse.ts';
 import { readAnswer } from '../upstream-reply.ts';
 import { AnthropicBlocks, AnthropicEvent, AnthropicEvents, AnthropicMessage, type AnthropicUsage } from './reply-schemas.ts';
-import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice, ChatUsage } from '../spec.ts';
+import type { ChatChunk, ChatCompletion, ChatContentPart, ChatFinishReason, ChatMessage, ChatRequest, ChatTool, ChatToolCall, ChatToolChoice, ChatUsage, NativeCall } from '../spec.ts';
 
 /** The API version every request names (`anthropic-version`). */
 export const ANTHROPIC_VERSION = '2023-06-01';
@@ -131,6 +131,19 @@ export function messagesBody(request: ChatRequest, stream: boolean, provider: st
     ...passed,
     ...(stream ? { stream: true } : {}),
   };
+}
+
+/**
+ * The body of a call that came in the Messages API's shape: as it came, with the upstream's model
+ * name and, when it names one, the `max_tokens` of the routed params (held to the model's limit).
+ */
+export function nativeBody(request: ChatRequest, native: NativeCall): string {
+  const maxTokens = request.params.max_tokens;
+  return JSON.stringify({
+    ...native.body,
+    model: request.model.defaultRealModelName,
+    ...(native.body.max_tokens !== undefined && maxTokens !== undefined ? { max_tokens: maxTokens } : {}),
+  });
 }
 
 /**
@@ -272,5 +285,46 @@ export class AnthropicStream implements StreamTranslator {
   end(): ChatChunk[] {
     if (!this.finished) throw new ApiError('upstream_error', `${this.provider} ended the stream without message_stop`);
     return [];
+  }
+}
+
+/**
+ * Anthropic's stream events of a call that came in the Messages API's shape: each chunk carries
+ * the event it was read from (`native`), an event with no chat counterpart (ping, a block's stop)
+ * a chunk without choices. The upstream's `error` event is handed on as it came before the
+ * stream fails.
+ */
+export class NativeAnthropicStream implements StreamTranslator {
+  private readonly chat: AnthropicStream;
+  private failure: unknown;
+
+  constructor(private readonly provider: string) {
+    this.chat = new AnthropicStream(provider);
+  }
+
+  get finished(): boolean {
+    return this.chat.finished || this.failure !== undefined;
+  }
+
+  push(data: string): ChatChunk[] {
+    const frame = streamFrame(data, this.provider);
+    const { type } = readAnswer(AnthropicEvent, frame, this.provider);
+    const native = { event: type, data };
+    let chunks: ChatChunk[];
+    try {
+      chunks = this.chat.push(data);
+    } catch (err) {
+      if (type !== 'error') throw err;
+      this.failure = err;
+      chunks = [];
+    }
+    if (chunks.length === 0) return [{ id: '', object: 'chat.completion.chunk', created: 0, model: '', choices: [], native }];
+    chunks[0] = { ...chunks[0]!, native };
+    return chunks;
+  }
+
+  end(): ChatChunk[] {
+    if (this.failure !== undefined) throw this.failure;
+    return this.chat.end();
   }
 }

@@ -62,5 +62,8 @@ export const AnthropicEvents = {
   error: replySchema(Type.Object({ error: Type.Optional(Type.Object({ type: Type.Optional(Type.String()), message: Type.Optional(Type.String()) })) })),
 };
 
+/** The answer of `POST /messages/count_tokens`. */
+export const AnthropicTokenCount = replySchema(Type.Object({ input_tokens: Type.Number() }));
+
 /** Anthropic's usage. */
 export type AnthropicUsage = NonNullable<ReplyOf<typeof AnthropicMessage>['usage']>;

@@ -83,13 +83,13 @@ export class ChatTransport {
   }
 
   /**
-   * POSTs a chat body to `path` under the base URL (query included); resolves with the upstream's
-   * 2xx answer, its body unread. Errors are ApiErrors, except the abort of `signal`, which is
-   * rethrown as it is.
+   * POSTs a chat body to `path` under the base URL (query included), with `extraHeaders` besides
+   * the transport's own; resolves with the upstream's 2xx answer, its body unread. Errors are
+   * ApiErrors, except the abort of `signal`, which is rethrown as it is.
    */
-  async post(body: string, stream: boolean, signal: AbortSignal, path = '/chat/completions'): Promise<Dispatcher.ResponseData> {
+  async post(body: string, stream: boolean, signal: AbortSignal, path = '/chat/completions', extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
     const { provider, retry } = this.opts;
-    const headers = { ...this.#headers, accept: stream ? 'text/event-stream' : 'application/json' };
+    const headers = { ...extraHeaders, ...this.#headers, accept: stream ? 'text/event-stream' : 'application/json' };
     for (let attempt = 0; ; attempt++) {
       const retriesLeft = attempt < retry.attempts;
       let res: Dispatcher.ResponseData;

@@ -44,6 +44,8 @@ export class LocalChatModel implements ChatModel {
         index: 0,
         message: { role: 'assistant', content: reply.content, ...(reply.toolCalls.length > 0 ? { tool_calls: reply.toolCalls } : {}), refusal: null },
         finish_reason: reply.finishReason,
+        // As vLLM reports it: which stop sequence ended the text.
+        ...(reply.stopSequence !== undefined ? { stop_reason: reply.stopSequence } : {}),
         logprobs: null,
       }],
       usage: reply.usage,
@@ -86,7 +88,9 @@ export class LocalChatModel implements ChatModel {
       chunks.push(chunk({ role: 'assistant', content: '' }));
       for (const piece of pieces(reply.content ?? '')) chunks.push(chunk({ content: piece }));
     }
-    chunks.push(chunk({}, reply.finishReason));
+    const finish = chunk({}, reply.finishReason);
+    if (reply.stopSequence !== undefined) finish.choices[0]!.stop_reason = reply.stopSequence;
+    chunks.push(finish);
     chunks.push({ id, object: 'chat.completion.chunk', created, model, choices: [], usage: reply.usage });
     return chunks;
   }

@@ -6,6 +6,8 @@ export interface LocalReply {
   content: string | null;
   toolCalls: ChatToolCall[];
   finishReason: ChatFinishReason;
+  /** The stop sequence that cut the text, when one did. */
+  stopSequence?: string;
   usage: ChatUsage;
 }
 
@@ -102,13 +104,15 @@ function toolResults(messages: ChatMessage[]): string {
   return `Tool results: ${results.join('; ')}`;
 }
 
-/** The text cut at the first stop sequence, then at the output-token limit. */
-function limited(text: string, request: ChatRequest): { text: string; finishReason: ChatFinishReason } {
+/** The text cut at the earliest stop sequence (named in `stopSequence`), then at the output-token limit. */
+function limited(text: string, request: ChatRequest): { text: string; finishReason: ChatFinishReason; stopSequence?: string } {
   const { stop } = request.params;
+  let cut: { at: number; sequence: string } | undefined;
   for (const sequence of typeof stop === 'string' ? [stop] : stop ?? []) {
     const at = sequence ? text.indexOf(sequence) : -1;
-    if (at >= 0) text = text.slice(0, at);
+    if (at >= 0 && (!cut || at < cut.at)) cut = { at, sequence };
   }
+  if (cut) text = text.slice(0, cut.at);
   const limit = request.params.max_completion_tokens ?? request.params.max_tokens;
   if (limit !== undefined) {
     TOKEN.lastIndex = 0;
@@ -117,7 +121,7 @@ function limited(text: string, request: ChatRequest): { text: string; finishReas
       if (++count > limit) return { text: text.slice(0, match.index).trimEnd(), finishReason: 'length' };
     }
   }
-  return { text, finishReason: 'stop' };
+  return cut ? { text, finishReason: 'stop', stopSequence: cut.sequence } : { text, finishReason: 'stop' };
 }
 
 /**
@@ -129,8 +133,11 @@ function limited(text: string, request: ChatRequest): { text: string; finishReas
  * limit apply; `response_format: json_object` wraps the text as `{"reply": …}`.
  */
 export function localReply(request: ChatRequest): LocalReply {
-  const { messages } = request;
-  const promptTokens = messages.reduce((sum, m) => sum + countTokens(messageText(m)) + MESSAGE_OVERHEAD_TOKENS, 0);
+  // Instructions after the last turn (Claude Code puts its environment there) are not a turn.
+  let turns = request.messages.length;
+  while (turns > 0 && (request.messages[turns - 1].role === 'system' || request.messages[turns - 1].role === 'developer')) turns--;
+  const messages = turns === request.messages.length ? request.messages : request.messages.slice(0, turns);
+  const promptTokens = request.messages.reduce((sum, m) => sum + countTokens(messageText(m)) + MESSAGE_OVERHEAD_TOKENS, 0);
   const usage = (completion: number): ChatUsage => ({ prompt_tokens: promptTokens, completion_tokens: completion, total_tokens: promptTokens + completion });
   const last = messages[messages.length - 1];
   if (last?.role === 'tool') {
@@ -150,6 +157,6 @@ export function localReply(request: ChatRequest): LocalReply {
 
   let text = `You said: ${said} (message ${userMessages.length} of this conversation, answered by the local model ${request.model.alias})`;
   if (request.params.response_format?.type === 'json_object') text = JSON.stringify({ reply: text });
-  const { text: content, finishReason } = limited(text, request);
-  return { content, toolCalls: [], finishReason, usage: usage(countTokens(content)) };
+  const { text: content, finishReason, stopSequence } = limited(text, request);
+  return { content, toolCalls: [], finishReason, ...(stopSequence !== undefined ? { stopSequence } : {}), usage: usage(countTokens(content)) };
 }
