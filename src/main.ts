@@ -65,6 +65,11 @@ import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
 import { ChannelsRepo } from './storage/repos/channels-repo.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { ModelList } from './limits/model-list.ts';
+import { McpRepo } from './storage/repos/mcp-repo.ts';
+import { McpService } from './mcp/mcp-service.ts';
+import { GatewayTools } from './mcp/gateway-tools.ts';
+import { checkServerUrls, ConfiguredMcpServers, UpstreamServers } from './mcp/upstream-servers.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -103,6 +108,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   let baseUrl = settings.publicBaseUrl ?? `http://${settings.host}:${settings.port}`;
   const files = new FileService(new FilesRepo(db), blobs, { publicBaseUrl: () => baseUrl, retentionMs: settings.fileRetentionMs });
   const urls = new OutboundUrlPolicy({ allowed: settings.fetchAllowHosts, isOwnFile: (url) => ownFileRef(files, url) !== undefined });
+  checkServerUrls(settings.mcpServers, urls);
 
   const assets = new AssetService(new AssetsRepo(db), blobs, {
     sweep: { intervalMs: settings.assetSweepIntervalMs, batchSize: settings.assetSweepBatch },
@@ -197,7 +203,16 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
-  const services: AppServices = { limits, idempotency, usage, redis: redisBus,
+  const modelList = new ModelList({ catalog, generations, pricingOf: (alias) => settings.config.models?.[alias]?.pricing });
+  const mcpLogger = logger.child({ component: 'mcp' });
+  const upstreamMcp = new UpstreamServers(new ConfiguredMcpServers(settings.mcpServers), { fetch: fetcher.fetch, timeoutMs: settings.mcpCallTimeoutMs, logger: mcpLogger });
+  const gatewayTools = new GatewayTools({
+    images, video, audio, digitalHumans: digitalHumanGenerations, mesh3d, tasks, bus, limits, modelList,
+    models: () => [...catalog.list(), ...generations.engineModels()],
+    waitMs: settings.mcpCallTimeoutMs,
+  });
+  const mcp = new McpService({ gateway: gatewayTools, upstream: upstreamMcp, repo: new McpRepo(db), limits, logger: mcpLogger });
+  const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };
@@ -243,6 +258,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await realtimeServer?.close();
       // Agent streams end, and synchronous callers still waiting get the async body, so the HTTP server can close.
       agents.close();
+      await mcp.close();
+      await upstreamMcp.close();
       tasks.close();
       await app.close();
       await queue.stop();

@@ -31,6 +31,8 @@ import type { TranscriptionService } from '../audio/transcription-service.ts';
 import type { SpeechAudioService } from '../audio/speech-audio.ts';
 import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 import type { ChannelRouter } from '../routing/router.ts';
+import type { ModelList } from '../limits/model-list.ts';
+import type { McpService } from '../mcp/mcp-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -85,4 +87,8 @@ export interface AppServices {
   openaiResponses: OpenAiResponsesService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
+  /** The model list of GET /v1/models/list and MCP's list_models. */
+  modelList: ModelList;
+  /** /mcp and /mcp/<server>: sessions, tools and their permissions. */
+  mcp: McpService;
 }

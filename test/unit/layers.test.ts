@@ -26,6 +26,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['limits'],
   ['images', 'video', 'audio', 'digital-human', 'mesh3d', 'embeddings', 'rerank'],
   ['chat'],
+  ['mcp'],
   ['agent'],
   ['realtime', 'overview'],
   ['openai'],
