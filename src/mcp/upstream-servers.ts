@@ -6,7 +6,7 @@
 import type { Logger } from 'pino';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { McpError, type CallToolResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { SettingsError, type McpServer } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
@@ -82,13 +82,17 @@ export class UpstreamConnection {
     void client.then((c) => c.close()).catch(() => undefined);
   }
 
-  private async withClient<T>(use: (client: Client) => Promise<T>): Promise<T> {
+  private async withClient<T>(use: (client: Client) => Promise<T>, signal?: AbortSignal): Promise<T> {
     const pending = this.connected();
     try {
       return await use(await pending);
     } catch (err) {
-      this.deps.logger.warn({ err, server: this.server.name }, 'an MCP upstream call failed');
-      this.forget(pending);
+      // A cancelled call or the server's own JSON-RPC error leaves the connection as it is (it
+      // still has to carry the cancellation upstream); anything else may be a dead session.
+      if (!signal?.aborted && !(err instanceof McpError)) {
+        this.deps.logger.warn({ err, server: this.server.name }, 'an MCP upstream call failed');
+        this.forget(pending);
+      }
       throw new ApiError('upstream_error', `MCP server ${this.server.name}: ${(err as Error).message}`);
     }
   }
@@ -115,7 +119,7 @@ export class UpstreamConnection {
       timeout: this.deps.timeoutMs,
       resetTimeoutOnProgress: true,
       ...(options.onprogress ? { onprogress: options.onprogress } : {}),
-    })) as CallToolResult);
+    })) as CallToolResult, options.signal);
   }
 
   async close(): Promise<void> {
