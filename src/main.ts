@@ -35,7 +35,7 @@ import { Mesh3dService } from './mesh3d/service.ts';
 import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
-import { createAgentServices } from './agent/create-agent-services.ts';
+import { AGENT_DEFAULTS, createAgentServices } from './agent/create-agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
 import { DIGITAL_HUMAN_CREATE } from './endpoints/digital-human-engines.ts';
@@ -195,14 +195,6 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
-  const syncModels = createSyncModelRegistries(settings, logger.child({ component: 'providers' }));
-  const resolveModel = generations.resolveModel.bind(generations);
-  const embeddings = new EmbeddingService({ models: syncModels.embeddings, resolveModel });
-  const rerank = new RerankService({ models: syncModels.rerankers, resolveModel });
-  const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
-  const speechAudio = new SpeechAudioService({ audio, files });
-  const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
   const modelList = new ModelList({ catalog, generations, pricingOf: (alias) => settings.config.models?.[alias]?.pricing });
   const mcpLogger = logger.child({ component: 'mcp' });
   const upstreamMcp = new UpstreamServers(new ConfiguredMcpServers(settings.mcpServers), { fetch: fetcher.fetch, timeoutMs: settings.mcpCallTimeoutMs, logger: mcpLogger });
@@ -211,7 +203,15 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     models: () => [...catalog.list(), ...generations.engineModels()],
     waitMs: settings.mcpCallTimeoutMs,
   });
-  const mcp = new McpService({ gateway: gatewayTools, upstream: upstreamMcp, repo: new McpRepo(db), limits, logger: mcpLogger });
+  const mcp = new McpService({ gateway: gatewayTools, upstream: upstreamMcp, repo: new McpRepo(db), limits, urls, logger: mcpLogger });
+  const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, mcp, logger: logger.child({ component: 'agent' }) });
+  const syncModels = createSyncModelRegistries(settings, logger.child({ component: 'providers' }));
+  const resolveModel = generations.resolveModel.bind(generations);
+  const embeddings = new EmbeddingService({ models: syncModels.embeddings, resolveModel });
+  const rerank = new RerankService({ models: syncModels.rerankers, resolveModel });
+  const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
+  const speechAudio = new SpeechAudioService({ audio, files });
+  const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db), mcp, maxSteps: settings.config.agent?.max_steps ?? AGENT_DEFAULTS.maxSteps });
   const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,

@@ -18,6 +18,7 @@ import { GATEWAY_MCP_SERVER } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
 import { newId } from '../core/ids.ts';
 import type { LimitsService } from '../limits/limits-service.ts';
+import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 import type { McpRepo } from '../storage/repos/mcp-repo.ts';
 import type { McpSessionRow } from '../storage/schema.ts';
 import { inSpan } from '../telemetry/tracing.ts';
@@ -35,6 +36,8 @@ export interface McpServiceDeps {
   upstream: UpstreamServers;
   repo: McpRepo;
   limits: LimitsService;
+  /** What a Responses request's `server_url` must obey (docs/security.md). */
+  urls: OutboundUrlPolicy;
   logger: Logger;
 }
 
@@ -46,14 +49,26 @@ interface LocalSession {
   usedAt: number;
 }
 
+/** A tool a call names: the gateway's, an upstream server's (through its connection), or none. */
+export type ToolTarget =
+  | { kind: 'gateway' }
+  | { kind: 'upstream'; server: string; tool: string; connection: UpstreamConnection }
+  | { kind: 'unknown' };
+
+export interface CallOptions {
+  signal: AbortSignal;
+  /** Passes progress on to the caller (a progressToken was sent). */
+  progress?: (progress: number, total?: number, message?: string) => Promise<void>;
+}
+
 /** What a caller may use: its token's and its user's patterns. */
-interface Permissions {
+export interface Permissions {
   token: readonly string[];
   user: readonly string[];
 }
 
 /** The name a permission pattern matches: `<server>__<tool>`, `gengate__<tool>` for the gateway's own. */
-function permissionName(server: string, tool: string): string {
+export function permissionName(server: string, tool: string): string {
   return `${server}${SEPARATOR}${tool}`;
 }
 
@@ -67,7 +82,7 @@ export class McpService {
   private readonly sessions = new Map<string, LocalSession>();
   private readonly idleSweep: NodeJS.Timeout;
 
-  constructor(private readonly deps: McpServiceDeps) {
+  constructor(readonly deps: McpServiceDeps) {
     this.idleSweep = setInterval(() => this.dropIdle(), IDLE_MS / 4);
     this.idleSweep.unref();
   }
@@ -154,12 +169,14 @@ export class McpService {
     return server;
   }
 
-  private async permissions(principal: Principal): Promise<Permissions> {
+  /** The caller's patterns, read from the store on each use (an admin's change applies at once). */
+  async permissions(principal: Principal): Promise<Permissions> {
     const [token, user] = await Promise.all([principal.isAdmin ? undefined : this.deps.repo.tokenTools(principal.tokenId), this.deps.repo.userTools(principal.userId)]);
     return { token: storedPatterns(token?.mcp_tools), user: storedPatterns(user) };
   }
 
-  private static allows(permissions: Permissions, name: string): boolean {
+  /** Whether both lists allow `<server>__<tool>`. */
+  static allows(permissions: Permissions, name: string): boolean {
     return allowedBy(permissions.token, name) && allowedBy(permissions.user, name);
   }
 
@@ -188,14 +205,19 @@ export class McpService {
       .map((t) => (prefixed ? { ...t, name: permissionName(server, t.name) } : t));
   }
 
+  /** One tools/call in a scope: the tool found (in the scope's names), then run as callTarget does. */
+  async callTool(principal: Principal, scope: string, name: string, args: Record<string, unknown>, opts: CallOptions): Promise<CallToolResult> {
+    return this.callTarget(principal, this.target(scope, name), name, args, opts);
+  }
+
   /**
-   * One tools/call in a scope: the tool found and allowed, then run (the gateway's through
-   * GatewayTools, an upstream's forwarded with its progress and cancellation); errors are results.
+   * Runs a call of a tool that was found: refused unless the caller's patterns allow it, then
+   * run (the gateway's through GatewayTools, an upstream's forwarded with its progress and
+   * cancellation); errors are results. Each call is a ledger row and a span.
    */
-  async callTool(principal: Principal, scope: string, name: string, args: Record<string, unknown>, opts: { signal: AbortSignal; progress?: (progress: number, total?: number, message?: string) => Promise<void> }): Promise<CallToolResult> {
+  async callTarget(principal: Principal, target: ToolTarget, name: string, args: Record<string, unknown>, opts: CallOptions): Promise<CallToolResult> {
     const id = newId('mcp');
     const startedAt = Date.now();
-    const target = this.target(scope, name);
     const listedName = target.kind === 'upstream' ? permissionName(target.server, target.tool) : name;
     return inSpan('gengate.mcp.tools_call', () => ({ attributes: { 'gengate.mcp.tool': listedName, 'enduser.id': principal.userId } }), async (span) => {
       let outcome: CallOutcome;
@@ -220,10 +242,7 @@ export class McpService {
     });
   }
 
-  private target(scope: string, name: string):
-    | { kind: 'gateway' }
-    | { kind: 'upstream'; server: string; tool: string; connection: UpstreamConnection }
-    | { kind: 'unknown' } {
+  private target(scope: string, name: string): ToolTarget {
     if (scope !== '') {
       const connection = this.deps.upstream.connection(scope);
       return connection ? { kind: 'upstream', server: scope, tool: name, connection } : { kind: 'unknown' };
@@ -238,7 +257,7 @@ export class McpService {
   }
 
   /** An upstream call: only tools the server's `tools` list allows; its progress passes on under the caller's token. */
-  private async forward(connection: UpstreamConnection, tool: string, args: Record<string, unknown>, opts: { signal: AbortSignal; progress?: (progress: number, total?: number, message?: string) => Promise<void> }): Promise<CallOutcome> {
+  private async forward(connection: UpstreamConnection, tool: string, args: Record<string, unknown>, opts: CallOptions): Promise<CallOutcome> {
     const allowed = connection.server.tools;
     if (allowed && !allowed.includes(tool)) throw new ApiError('tool_not_found', `there is no tool ${tool} on ${connection.server.name}`, 'name');
     const { progress } = opts;

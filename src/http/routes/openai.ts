@@ -78,7 +78,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     },
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
-    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal);
+    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal, signal);
     if (outcome.kind === 'response') return outcome.response;
     reply.hijack();
     const sse = new SseWriter(reply.raw, reply.getHeaders());
