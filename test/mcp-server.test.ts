@@ -1,10 +1,11 @@
 /** /mcp: the gateway's own tools over MCP's Streamable HTTP transport, spoken by the SDK's client. */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startTestServer, type TestServer } from './support/server.ts';
+import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -200,5 +201,35 @@ describe('/mcp: the gateway as an MCP server', () => {
     assert.deepEqual(rows.map((r) => r.status).sort(), ['refused', 'success']);
     assert.ok(rows.every((r) => typeof r.latency_ms === 'number'));
     await client.close();
+  });
+});
+
+describe('/mcp sessions across instances', () => {
+  it('another instance on the same store serves a session for its token and answers 404 to another token', async () => {
+    const dataDir = tempDataDir();
+    const first = await startTestServer({ DATA_DIR: dataDir });
+    const { adminToken } = first;
+    const token = await first.tokenFor('sam');
+    const other = await first.tokenFor('otto');
+    const res = await initialize(first, token, '2025-06-18');
+    const sessionId = res.headers.get('mcp-session-id')!;
+    await res.text();
+    await first.close();
+
+    const second = await startTestServer({ DATA_DIR: dataDir, ADMIN_TOKEN: adminToken });
+    try {
+      const list = (bearer: string) => fetch(`${second.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${bearer}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-06-18' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      });
+      assert.equal((await list(other)).status, 404, 'another token');
+      const own = await list(token);
+      assert.equal(own.status, 200);
+      assert.ok((await sseMessage(own)).result.tools.some((t: Json) => t.name === 'generate_image'));
+    } finally {
+      await second.close();
+      fs.rmSync(dataDir, { recursive: true, force: true });
+    }
   });
 });
