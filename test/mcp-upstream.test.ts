@@ -5,7 +5,8 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { loadSettings, SettingsError } from '../src/config/settings.ts';
-import { startFakeMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstream.ts';
+import { createServer } from '@modelcontextprotocol/server-everything/dist/server/index.js';
+import { serveMcp, startFakeMcpUpstream, type FakeMcpUpstream } from './fakes/mcp-upstream.ts';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
@@ -132,5 +133,23 @@ describe('mcp_servers settings', () => {
 
   it('stops the start for a server URL the outbound URL policy refuses', async () => {
     await assert.rejects(startTestServer({ FETCH_ALLOW_HOSTS: '', GENGATE_CONFIG: JSON.stringify({ mcp_servers: [{ name: 'lo', url: 'http://127.0.0.1:1/mcp' }] }) }), /url_not_allowed|not a public address/);
+  });
+});
+
+describe('the MCP everything server as an upstream', () => {
+  it('lists its tools as everything__<tool> and forwards echo', async () => {
+    const everything = await serveMcp(() => createServer().server);
+    const srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify({ mcp_servers: [{ name: 'everything', url: everything.url }] }) });
+    try {
+      const client = await connect(srv, await srv.tokenFor('eve'));
+      const names = (await client.listTools()).tools.map((t) => t.name);
+      assert.ok(names.includes('everything__echo') && names.includes('everything__get-sum'), names.join(', '));
+      const result = await client.callTool({ name: 'everything__echo', arguments: { message: 'hello' } }) as CallToolResult;
+      assert.deepEqual(result.content, [{ type: 'text', text: 'Echo: hello' }]);
+      await client.close();
+    } finally {
+      await srv.close();
+      await everything.close();
+    }
   });
 });

@@ -48,24 +48,12 @@ function upstreamServer(fake: FakeMcpUpstream, released: { wait: Promise<void> }
   return server;
 }
 
-export async function startFakeMcpUpstream(): Promise<FakeMcpUpstream> {
+/** An MCP server on 127.0.0.1 over Streamable HTTP: a server from `make` per session; the headers of each request kept. */
+export async function serveMcp(make: () => { connect(transport: StreamableHTTPServerTransport): Promise<void> }): Promise<{ url: string; headers: http.IncomingHttpHeaders[]; close(): Promise<void> }> {
   const transports = new Map<string, StreamableHTTPServerTransport>();
-  let release: () => void = () => undefined;
-  const released = { wait: new Promise<void>((resolve) => (release = resolve)) };
-  const fake: FakeMcpUpstream = {
-    url: '',
-    headers: [],
-    cancelled: 0,
-    release: () => release(),
-    close: async () => {
-      release();
-      for (const t of transports.values()) await t.close();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
+  const headers: http.IncomingHttpHeaders[] = [];
   const server = http.createServer(async (req, res) => {
-    fake.headers.push(req.headers);
+    headers.push(req.headers);
     const chunks: Buffer[] = [];
     for await (const chunk of req) chunks.push(chunk as Buffer);
     const body = chunks.length > 0 ? JSON.parse(Buffer.concat(chunks).toString('utf8')) : undefined;
@@ -73,7 +61,7 @@ export async function startFakeMcpUpstream(): Promise<FakeMcpUpstream> {
     let transport = typeof id === 'string' ? transports.get(id) : undefined;
     if (!transport && req.method === 'POST' && isInitializeRequest(body)) {
       const created = new StreamableHTTPServerTransport({ sessionIdGenerator: () => randomUUID(), onsessioninitialized: (sid) => void transports.set(sid, created) });
-      await upstreamServer(fake, released).connect(created);
+      await make().connect(created);
       transport = created;
     }
     if (!transport) {
@@ -83,6 +71,29 @@ export async function startFakeMcpUpstream(): Promise<FakeMcpUpstream> {
     await transport.handleRequest(req, res, body);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  fake.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`;
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/mcp`,
+    headers,
+    close: async () => {
+      for (const t of transports.values()) await t.close();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+export async function startFakeMcpUpstream(): Promise<FakeMcpUpstream> {
+  let release: () => void = () => undefined;
+  const released = { wait: new Promise<void>((resolve) => (release = resolve)) };
+  const fake: FakeMcpUpstream = { url: '', headers: [], cancelled: 0, release: () => release(), close: async () => undefined };
+  const served = await serveMcp(() => upstreamServer(fake, released));
+  Object.assign(fake, {
+    url: served.url,
+    headers: served.headers,
+    close: async () => {
+      release();
+      await served.close();
+    },
+  });
   return fake;
 }
