@@ -5,7 +5,7 @@ import fs from 'node:fs';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startTestServer, tempDataDir, type TestServer } from './support/server.ts';
+import { dropSchema, postgresEnv, startTestServer, tempDataDir, type TestServer } from './support/server.ts';
 import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -230,6 +230,36 @@ describe('/mcp sessions across instances', () => {
     } finally {
       await second.close();
       fs.rmSync(dataDir, { recursive: true, force: true });
+    }
+  });
+
+  it('two instances on PostgreSQL: each serves the other\'s session for its token only', async (t) => {
+    const pg = await postgresEnv();
+    if ('skip' in pg) return t.skip(pg.skip);
+    const a = await startTestServer(pg.env);
+    const b = await startTestServer({ ...pg.env, ADMIN_TOKEN: a.adminToken });
+    try {
+      const token = await a.tokenFor('pia');
+      const other = await a.tokenFor('pol');
+      const res = await initialize(a, token, '2025-11-25');
+      const sessionId = res.headers.get('mcp-session-id')!;
+      await res.text();
+      const list = (srv: TestServer, bearer: string) => fetch(`${srv.url}/mcp`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', authorization: `Bearer ${bearer}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list' }),
+      });
+      assert.equal((await list(b, other)).status, 404, 'another token on the other instance');
+      const own = await list(b, token);
+      assert.equal(own.status, 200);
+      assert.ok((await sseMessage(own)).result.tools.length > 0);
+      const ended = await fetch(`${b.url}/mcp`, { method: 'DELETE', headers: { authorization: `Bearer ${token}`, 'mcp-session-id': sessionId, 'mcp-protocol-version': '2025-11-25' } });
+      assert.equal(ended.status, 200);
+      assert.equal((await list(a, token)).status, 404, 'ended on the other instance');
+    } finally {
+      await b.close();
+      await a.close();
+      await dropSchema(pg.env.DATABASE_SCHEMA!);
     }
   });
 });

@@ -4,9 +4,10 @@
  * upstream servers'), their calls, each a ledger row and a trace span.
  *
  * A session belongs to the token that opened it; the store keeps which token and which server
- * (none for /mcp), so every instance answers 404 to another token or an ended session. A live
- * session this instance does not hold (opened on another instance, or dropped here after idling)
- * is taken up again here for its token: its transport is set up anew under the same id.
+ * (none for /mcp) and whether it ended, and is read on each request, so every instance answers
+ * 404 to another token or an ended session. A live session this instance does not hold (opened
+ * on another instance, or dropped here after idling) is taken up here for its token: its
+ * transport is set up anew under the same id.
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
@@ -102,13 +103,15 @@ export class McpService {
       if (request.method === 'POST' && isInitializeRequest(body)) return this.open(request, principal, scope, body);
       return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     }
+    // The store decides, also for a session held here: another instance may have ended it.
+    const row = await this.deps.repo.findSession(id);
     let session = this.sessions.get(id);
-    if (session && (session.tokenId !== principal.tokenId || session.scope !== scope)) return sessionNotFound();
-    if (!session) {
-      const row = await this.deps.repo.findSession(id);
-      if (!row || row.ended_at !== null || row.token_id !== principal.tokenId || row.scope !== scope) return sessionNotFound();
-      session = await this.takeUp(row, principal);
+    if (!row || row.token_id !== principal.tokenId || row.scope !== scope) return sessionNotFound();
+    if (row.ended_at !== null) {
+      if (session) this.drop(id, session);
+      return sessionNotFound();
     }
+    session ??= await this.takeUp(row, principal);
     session.usedAt = Date.now();
     return session.transport.handleRequest(request, { parsedBody: body });
   }
@@ -285,11 +288,13 @@ export class McpService {
 
   private dropIdle(): void {
     const before = Date.now() - IDLE_MS;
-    for (const [id, session] of this.sessions) {
-      if (session.usedAt >= before) continue;
-      this.sessions.delete(id);
-      void session.transport.close().catch(() => undefined);
-    }
+    for (const [id, session] of this.sessions) if (session.usedAt < before) this.drop(id, session);
+  }
+
+  /** Lets go of a session held here (its store row decides whether it lives on). */
+  private drop(id: string, session: LocalSession): void {
+    this.sessions.delete(id);
+    void session.transport.close().catch(() => undefined);
   }
 
   /** Closes the sessions this instance holds (they stay live in the store for their tokens). */
