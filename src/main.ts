@@ -38,7 +38,7 @@ import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistrie
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
 import { AnthropicMessagesService } from './anthropic/messages-service.ts';
-import { createAgentServices } from './agent/create-agent-services.ts';
+import { AGENT_DEFAULTS, createAgentServices } from './agent/create-agent-services.ts';
 import { DigitalHumanRepo } from './storage/repos/digital-human-repo.ts';
 import { DigitalHumanService } from './digital-human/digital-human-service.ts';
 import { DIGITAL_HUMAN_CREATE } from './endpoints/digital-human-engines.ts';
@@ -74,6 +74,11 @@ import { OpenAiFileService } from './batches/openai-files.ts';
 import { BatchService } from './batches/batch-service.ts';
 import { BatchRunner } from './batches/batch-runner.ts';
 import { batchLineExecutor } from './http/batch-lines.ts';
+import { ModelList } from './limits/model-list.ts';
+import { McpRepo } from './storage/repos/mcp-repo.ts';
+import { McpService } from './mcp/mcp-service.ts';
+import { GatewayTools } from './mcp/gateway-tools.ts';
+import { checkServerUrls, ConfiguredMcpServers, UpstreamServers } from './mcp/upstream-servers.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -112,6 +117,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   let baseUrl = settings.publicBaseUrl ?? `http://${settings.host}:${settings.port}`;
   const files = new FileService(new FilesRepo(db), blobs, { publicBaseUrl: () => baseUrl, retentionMs: settings.fileRetentionMs });
   const urls = new OutboundUrlPolicy({ allowed: settings.fetchAllowHosts, isOwnFile: (url) => ownFileRef(files, url) !== undefined });
+  checkServerUrls(settings.mcpServers, urls);
 
   const assets = new AssetService(new AssetsRepo(db), blobs, {
     sweep: { intervalMs: settings.assetSweepIntervalMs, batchSize: settings.assetSweepBatch },
@@ -200,21 +206,30 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, logger: logger.child({ component: 'agent' }) });
+  const modelList = new ModelList({ catalog, generations, pricingOf: (alias) => settings.config.models?.[alias]?.pricing });
+  const mcpLogger = logger.child({ component: 'mcp' });
+  const upstreamMcp = new UpstreamServers(new ConfiguredMcpServers(settings.mcpServers), { fetch: fetcher.fetch, timeoutMs: settings.mcpCallTimeoutMs, logger: mcpLogger });
+  const gatewayTools = new GatewayTools({
+    images, video, audio, digitalHumans: digitalHumanGenerations, mesh3d, tasks, bus, limits, modelList,
+    models: () => [...catalog.list(), ...generations.engineModels()],
+    waitMs: settings.mcpCallTimeoutMs,
+  });
+  const mcp = new McpService({ gateway: gatewayTools, upstream: upstreamMcp, repo: new McpRepo(db), limits, urls, logger: mcpLogger });
+  const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, mcp, logger: logger.child({ component: 'agent' }) });
   const syncModels = createSyncModelRegistries(settings, logger.child({ component: 'providers' }));
   const resolveModel = generations.resolveModel.bind(generations);
   const embeddings = new EmbeddingService({ models: syncModels.embeddings, resolveModel });
   const rerank = new RerankService({ models: syncModels.rerankers, resolveModel });
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
-  const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
+  const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db), mcp, maxSteps: settings.config.agent?.max_steps ?? AGENT_DEFAULTS.maxSteps });
   const openaiFiles = new OpenAiFileService(new OpenAiFilesRepo(db), blobs);
   const batchesRepo = new BatchesRepo(db);
   // Batches run where tasks run; an API-only instance leaves them to the workers' polls.
   let batchRunner: BatchRunner | undefined;
   const batches = new BatchService(batchesRepo, openaiFiles, { windowMs: settings.batchCompletionWindowMs, wake: () => batchRunner?.kick() });
   const anthropicMessages = new AnthropicMessagesService({ chat, catalog, resolveModel });
-  const services: AppServices = { limits, idempotency, usage, redis: redisBus,
+  const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages,
   };
@@ -278,6 +293,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       // Agent streams end, and synchronous callers still waiting get the async body, so the HTTP server can close.
       agents.close();
       taskEvents.close();
+      await mcp.close();
+      await upstreamMcp.close();
       tasks.close();
       await app.close();
       // Before the queue stops: a running image line waits for its task.

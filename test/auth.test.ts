@@ -85,7 +85,7 @@ describe('users, tokens and admin', () => {
         admin++;
         assert.equal((await call()).status, 401, `${method} ${path} without a token`);
         assert.equal((await call(api)).status, 403, `${method} ${path} with an API token`);
-      } else if (['/v1/', '/openai/v1/', '/anthropic/v1/', '/api/', '/upload/'].some((p) => path.startsWith(p))) {
+      } else if (['/v1/', '/openai/v1/', '/anthropic/v1/', '/api/', '/upload/', '/mcp/'].some((p) => path.startsWith(p)) || path === '/mcp') {
         protectedByToken++;
         assert.equal((await call()).status, 401, `${method} ${path} without a token`);
       } else {

@@ -26,6 +26,8 @@ export interface ResponsesInput {
   skill_options?: SkillOptions;
   /** Files of a multipart request, stored and given as parts of the last user message. */
   attachments?: ChatInputPart[];
+  /** Tools of the request: its `mcp` ones are run by the agent (mcp/request-tools.ts); the others are not read. */
+  tools?: { type?: unknown }[];
 }
 
 /**

@@ -16,6 +16,9 @@ import type { AgentRuns, RunHandle } from './agent-runs.ts';
 import type { GenerationTools } from './agent-tools.ts';
 import type { KnowledgeService, PassageHit } from './knowledge-service.ts';
 import { skillsPrompt, type SkillsService } from './skills-service.ts';
+import type { Principal } from '../auth/tokens.ts';
+import type { McpService } from '../mcp/mcp-service.ts';
+import { McpToolset } from '../mcp/request-tools.ts';
 
 /** The agent's name in run items when no agent was named. */
 const DEFAULT_AGENT_NAME = 'Assistant';
@@ -37,6 +40,8 @@ export interface AgentServiceDeps extends AgentSettings {
   knowledge: KnowledgeService;
   tools: GenerationTools;
   runs: AgentRuns;
+  /** Runs the request's `mcp` tools. */
+  mcp: McpService;
   logger: Logger;
 }
 
@@ -55,6 +60,8 @@ interface RunPlan {
   /** Knowledge-base mode when the agent's documents matched the question. */
   passages: PassageHit[];
   tools: ChatTool[];
+  /** The request's MCP tools, listed and connected. */
+  mcp: McpToolset | undefined;
 }
 
 function textOf(message: ChatMessage | undefined): string {
@@ -86,9 +93,12 @@ export class AgentService {
    * Checks and prepares a request and registers its run, so it can be cancelled from now on.
    * Throws the contract's 400/404/409 errors before anything is streamed.
    */
-  async start(input: ResponsesInput, caller: { ownerId: string; requestId: string }): Promise<AgentRun> {
+  async start(input: ResponsesInput, caller: { principal: Principal; requestId: string }): Promise<AgentRun> {
     const { deps } = this;
-    const { ownerId, requestId } = caller;
+    const { principal, requestId } = caller;
+    const ownerId = principal.userId;
+    // Refused before anything runs (400 naming tools[i]…); listed once for the whole run.
+    const mcp = McpToolset.named(input.tools) ? await McpToolset.open(deps.mcp, principal, input.tools!) : undefined;
     const sent = inputMessages(input.input, [...imageParts(input.images), ...(input.attachments ?? [])]);
     const [{ model, chatModel, added, messages: sentWithHistory }, skills, agent] = await Promise.all([
       deps.chat.prepare(input.model, sent, ownerId, input.conversationId).catch((err: unknown) => {
@@ -115,16 +125,28 @@ export class AgentService {
       conversationId: input.conversationId,
       agent,
       passages,
-      // Tools go only to models that can call them; the others just answer.
-      tools: model.modelTypes.includes('tools_call') ? deps.tools.definitions : [],
+      // Tools go only to models that can call them; the others just answer. A request's MCP
+      // tool takes the place of a built-in tool of the same name.
+      tools: model.modelTypes.includes('tools_call') ? [...deps.tools.definitions.filter((t) => !mcp?.has(t.function.name)), ...(mcp?.definitions ?? [])] : [],
+      mcp,
     };
-    const handle = await deps.runs.start(ownerId, requestId);
-    return new AgentRun(plan, handle, deps);
+    try {
+      const handle = await deps.runs.start(ownerId, requestId);
+      return new AgentRun(plan, handle, deps);
+    } catch (err) {
+      await mcp?.close();
+      throw err;
+    }
   }
 
   async cancel(ownerId: string, requestId: string): Promise<void> {
     if (!(await this.deps.runs.cancel(ownerId, requestId))) throw new ApiError('request_not_found', `no running response with requestId ${requestId}`, 'requestId');
   }
+}
+
+/** An output item that is whole at once (an MCP tool listing), as Responses streams items. */
+function outputItemEvents(item: { type: string }): AgentEvent[] {
+  return [{ type: 'response.output_item.added', item }, { type: 'response.output_item.done', item }];
 }
 
 /** Adds up the usage chunks of every model call of a run. */
@@ -194,6 +216,7 @@ export class AgentRun {
     } catch (err) {
       yield errorEvent(this.failure(err));
     } finally {
+      await this.plan.mcp?.close();
       await this.handle.finish();
     }
   }
@@ -202,10 +225,13 @@ export class AgentRun {
   async complete(): Promise<Record<string, unknown>> {
     const output: unknown[] = [];
     try {
-      for await (const event of this.events(false)) if (event.type === 'run_item_stream_event') output.push(event.item);
+      for await (const event of this.events(false)) {
+        if (event.type === 'run_item_stream_event' || event.type === 'response.output_item.done') output.push(event.item);
+      }
     } catch (err) {
       throw this.failure(err);
     } finally {
+      await this.plan.mcp?.close();
       await this.handle.finish();
     }
     return {
@@ -276,6 +302,7 @@ export class AgentRun {
     yield { type: 'agent_updated_stream_event', agent, request_id: plan.requestId, ...(plan.conversationId !== undefined ? { conversation_id: plan.conversationId } : {}) };
     const messages = plan.messages.slice();
     const turn: ChatMessage[] = [];
+    for (const item of plan.mcp?.listItems ?? []) yield* outputItemEvents(item);
     const rawDelta = (delta: string): AgentEvent => ({ type: 'raw_model_stream_event', data: { type: 'output_text_delta', delta } });
     for (let step = 1; ; step++) {
       const tools = step < deps.maxSteps ? plan.tools : [];
@@ -290,6 +317,16 @@ export class AgentRun {
         break;
       }
       for (const call of calls) {
+        if (plan.mcp?.has(call.function.name)) {
+          const pending = plan.mcp.pending(call.function.name, call.function.arguments);
+          yield { type: 'response.output_item.added', item: pending };
+          const item = await plan.mcp.call(pending, call.function.name, this.handle.signal);
+          yield { type: 'response.output_item.done', item };
+          const result: ChatMessage = { role: 'tool', tool_call_id: call.id, content: item.error ?? item.output ?? '' };
+          messages.push(result);
+          turn.push(result);
+          continue;
+        }
         const functionCall: FunctionCall = { callId: call.id, name: call.function.name, arguments: call.function.arguments };
         yield runItemEvent(toolCallItem(functionCall, agent));
         const output = yield* this.toolOutput(functionCall, agent, interactive);

@@ -13,9 +13,10 @@ import { AgentService, type AgentSettings } from './agent-service.ts';
 import { GenerationTools, type ToolServices } from './agent-tools.ts';
 import { KnowledgeService } from './knowledge-service.ts';
 import { SkillsService } from './skills-service.ts';
+import type { McpService } from '../mcp/mcp-service.ts';
 
 /** GENGATE_CONFIG `agent` defaults: video costs the most, so it waits for the user's approval. */
-const AGENT_DEFAULTS: AgentSettings = {
+export const AGENT_DEFAULTS: AgentSettings = {
   approvalTools: ['generate_video'],
   approvalTimeoutMs: 5 * 60_000,
   maxSteps: 8,
@@ -41,6 +42,8 @@ export interface AgentServicesDeps {
   chat: ChatService;
   conversations: ConversationsRepo;
   settings: Settings;
+  /** Runs the `mcp` tools of /v1/responses requests. */
+  mcp: McpService;
   logger: Logger;
 }
 
@@ -59,6 +62,7 @@ export async function createAgentServices(deps: AgentServicesDeps): Promise<Agen
     knowledge,
     tools: new GenerationTools({ services: deps.modalities, tasks: deps.tasks, waitMs: settings.syncTimeoutMs }),
     runs,
+    mcp: deps.mcp,
     approvalTools: configured.approval_tools ?? AGENT_DEFAULTS.approvalTools,
     approvalTimeoutMs: configured.approval_timeout_ms ?? AGENT_DEFAULTS.approvalTimeoutMs,
     maxSteps: configured.max_steps ?? AGENT_DEFAULTS.maxSteps,

@@ -107,6 +107,18 @@ export const RoutingSettings = Type.Object({
 }, { additionalProperties: false });
 export type RoutingSettings = Static<typeof RoutingSettings>;
 
+/** An upstream MCP server (Streamable HTTP) whose tools /mcp and the agent offer. */
+export const McpServerSettings = Type.Object({
+  /** Lower-case letters, digits, `_` and `-`; `gengate` names the gateway's own tools. */
+  name: Type.String({ pattern: '^[a-z0-9_-]+$', maxLength: 64 }),
+  url: Type.String({ minLength: 1 }),
+  /** Header values sent upstream: `env:VAR` reads the variable (unset stops the start), anything else is sent as written. */
+  headers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
+  /** The only tools of the server listed and callable; absent, all of them. */
+  tools: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+}, { additionalProperties: false });
+export type McpServerSettings = Static<typeof McpServerSettings>;
+
 /** The JSON document in GENGATE_CONFIG. */
 export const GengateConfig = Type.Object({
   providers: Type.Optional(Type.Record(Type.String(), ProviderSettings)),
@@ -129,6 +141,7 @@ export const GengateConfig = Type.Object({
     approval_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
     max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   }, { additionalProperties: false })),
+  mcp_servers: Type.Optional(Type.Array(McpServerSettings)),
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
 
@@ -209,6 +222,18 @@ export interface Settings {
   outputRetentionMs: number | undefined;
   /** TASK_EVENTS_HEARTBEAT_MS: a task event stream sends a comment line when no event went for this long. */
   taskEventsHeartbeatMs: number;
+  /** GENGATE_CONFIG.mcp_servers with their header values read from the environment. */
+  mcpServers: McpServer[];
+  /** MCP_CALL_TIMEOUT_MS: how long an MCP tools/call waits for its task before answering its current status. */
+  mcpCallTimeoutMs: number;
+}
+
+/** An upstream MCP server as the gateway connects to it: its headers' values resolved. */
+export interface McpServer {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  tools: string[] | undefined;
 }
 
 export class SettingsError extends Error {}
@@ -361,7 +386,41 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     usageRetentionDays: intSetting(env, 'USAGE_RETENTION_DAYS', 90),
     outputRetentionMs: daysSetting(env, 'OUTPUT_RETENTION_DAYS'),
     taskEventsHeartbeatMs: intSetting(env, 'TASK_EVENTS_HEARTBEAT_MS', 15_000, 10),
+    mcpServers: mcpServersSetting(config.mcp_servers ?? [], env),
+    mcpCallTimeoutMs: intSetting(env, 'MCP_CALL_TIMEOUT_MS', 120_000, 1),
   };
+}
+
+/** The name of the gateway's own tools on /mcp (`gengate__<tool>` in permission patterns); no upstream server may take it. */
+export const GATEWAY_MCP_SERVER = 'gengate';
+
+/** GENGATE_CONFIG.mcp_servers checked (names unique, `gengate` reserved) with `env:VAR` header values read. */
+function mcpServersSetting(servers: readonly McpServerSettings[], env: NodeJS.ProcessEnv): McpServer[] {
+  const seen = new Set<string>();
+  return servers.map((server, i) => {
+    const where = `GENGATE_CONFIG.mcp_servers[${i}]`;
+    if (server.name === GATEWAY_MCP_SERVER) throw new SettingsError(`${where}.name: "${GATEWAY_MCP_SERVER}" is reserved for the gateway's own tools`);
+    if (seen.has(server.name)) throw new SettingsError(`${where}.name: "${server.name}" is named twice`);
+    seen.add(server.name);
+    try {
+      const url = new URL(server.url);
+      if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error('not http(s)');
+    } catch {
+      throw new SettingsError(`${where}.url: expected an http or https URL, got "${server.url}"`);
+    }
+    const headers: Record<string, string> = {};
+    for (const [header, value] of Object.entries(server.headers ?? {})) {
+      if (!value.startsWith('env:')) {
+        headers[header] = value;
+        continue;
+      }
+      const variable = value.slice('env:'.length);
+      const read = env[variable];
+      if (read === undefined) throw new SettingsError(`${variable}: unset, and ${where}.headers.${header} reads it`);
+      headers[header] = read;
+    }
+    return { name: server.name, url: server.url, headers, tools: server.tools };
+  });
 }
 
 /**

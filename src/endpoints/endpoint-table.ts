@@ -7,11 +7,11 @@
  */
 import type { Static, TSchema } from 'typebox';
 import type { CAPABILITY_SCHEMA_KIND, CapabilityName, CapabilitySchemaKind } from '../catalog/schema.ts';
-import { SongInput, SpeechInput } from './audio.ts';
-import { DigitalHumanCreateInput, DigitalHumanGenerationInput } from './digital-human.ts';
-import { ImageEditInput, ImageGenerationInput, LegacyGenerationInput } from './images.ts';
-import { MESH3D_EDIT_INPUTS, MESH3D_GENERATION_INPUTS } from './mesh3d.ts';
-import { VideoGenerationInput } from './video.ts';
+import { SongBody, SongInput, SpeechBody, SpeechInput } from './audio.ts';
+import { DigitalHumanCreateInput, DigitalHumanGenerationBody, DigitalHumanGenerationInput } from './digital-human.ts';
+import { ImageEditInput, ImageGenerationInput, ImagesEditJsonBody, ImagesGenerationBody, LegacyGenerationInput } from './images.ts';
+import { EDIT_OPERATIONS, GENERATION_KINDS, MESH3D_EDIT_INPUTS, MESH3D_GENERATION_INPUTS } from './mesh3d.ts';
+import { VideoGenerationBody, VideoGenerationInput } from './video.ts';
 
 /** An HTTP route as the usage ledger names it: method and path pattern. */
 export type Route = `POST /${string}`;
@@ -44,6 +44,20 @@ export type FallbackFit = 'image' | 'video' | 'song' | 'speech' | 'mesh3d-genera
 /** The handler modules of the built-in engine (providers/local/local-engine.ts loads each on first use). */
 export type LocalHandlerKey = 'generate-image' | 'edit-image' | 'generate-video' | 'generate-song' | 'generate-speech' | 'create-digital-human' | 'lip-sync-video' | 'mesh';
 
+/** The tools of the gateway's MCP server that submit tasks (src/mcp/gateway-tools.ts); a tool covers one or more endpoints. */
+export type GatewayToolName = 'generate_image' | 'edit_image' | 'generate_video' | 'generate_music' | 'generate_speech' | 'generate_digital_human_video' | 'generate_3d' | 'edit_3d';
+
+/**
+ * The MCP tool that submits an endpoint's tasks: its name, the JSON body of the endpoint's route
+ * (the tool's arguments), and for a tool of several endpoints the value of the argument that
+ * picks this one (`mode` of generate_3d, `operation` of edit_3d).
+ */
+export interface EndpointTool {
+  name: GatewayToolName;
+  body: TSchema;
+  choice?: { argument: 'mode' | 'operation'; value: string };
+}
+
 export interface EndpointRow {
   /** The routes whose calls become tasks of the endpoint. */
   routes: readonly Route[];
@@ -57,13 +71,21 @@ export interface EndpointRow {
   fallbackFit?: FallbackFit;
   /** What the built-in engine runs for it. */
   local: LocalHandlerKey;
+  /** Its MCP tool; absent, the endpoint has none. */
+  tool?: EndpointTool;
 }
 
 const mesh3dGeneration = <Kind extends keyof typeof MESH3D_GENERATION_INPUTS>(kind: Kind, capability: CapabilityOfKind<'model3d'>) =>
-  ({ routes: [`POST /v1/mesh3d/generate/${kind}`], input: MESH3D_GENERATION_INPUTS[kind], capabilities: [capability], output: '3d', fallbackFit: 'mesh3d-generation', local: 'mesh' }) as const;
+  ({
+    routes: [`POST /v1/mesh3d/generate/${kind}`], input: MESH3D_GENERATION_INPUTS[kind], capabilities: [capability], output: '3d', fallbackFit: 'mesh3d-generation', local: 'mesh',
+    tool: { name: 'generate_3d', body: GENERATION_KINDS[kind], choice: { argument: 'mode', value: kind } },
+  }) as const;
 
 const mesh3dEdit = <Op extends keyof typeof MESH3D_EDIT_INPUTS>(op: Op, path: string) =>
-  ({ routes: [`POST /v1/mesh3d/edit/${path}`], input: MESH3D_EDIT_INPUTS[op], capabilities: ['mesh_edit'], output: '3d', fallbackFit: 'mesh3d-edit', local: 'mesh' }) as const;
+  ({
+    routes: [`POST /v1/mesh3d/edit/${path}`], input: MESH3D_EDIT_INPUTS[op], capabilities: ['mesh_edit'], output: '3d', fallbackFit: 'mesh3d-edit', local: 'mesh',
+    tool: { name: 'edit_3d', body: EDIT_OPERATIONS[op], choice: { argument: 'operation', value: op } },
+  }) as const;
 
 const TABLE = {
   'images.generations': {
@@ -73,6 +95,7 @@ const TABLE = {
     output: 'image',
     fallbackFit: 'image',
     local: 'generate-image',
+    tool: { name: 'generate_image', body: ImagesGenerationBody },
   },
   'ai.generations': {
     routes: ['POST /v1/ai/generations'],
@@ -89,6 +112,7 @@ const TABLE = {
     output: 'image',
     fallbackFit: 'image',
     local: 'edit-image',
+    tool: { name: 'edit_image', body: ImagesEditJsonBody },
   },
   'video.generations': {
     routes: ['POST /v1/video/generations'],
@@ -98,6 +122,7 @@ const TABLE = {
     meter: 'seconds',
     fallbackFit: 'video',
     local: 'generate-video',
+    tool: { name: 'generate_video', body: VideoGenerationBody },
   },
   'song.generations': {
     routes: ['POST /v1/song/generations'],
@@ -107,6 +132,7 @@ const TABLE = {
     meter: 'seconds',
     fallbackFit: 'song',
     local: 'generate-song',
+    tool: { name: 'generate_music', body: SongBody },
   },
   'speech.generations': {
     routes: ['POST /v1/speech/generations', 'POST /v1/audio/speech', 'POST /openai/v1/audio/speech'],
@@ -116,6 +142,7 @@ const TABLE = {
     meter: 'characters',
     fallbackFit: 'speech',
     local: 'generate-speech',
+    tool: { name: 'generate_speech', body: SpeechBody },
   },
   'digital-human.create': {
     routes: ['POST /v1/digital-human/create'],
@@ -131,6 +158,7 @@ const TABLE = {
     output: 'video',
     meter: 'seconds',
     local: 'lip-sync-video',
+    tool: { name: 'generate_digital_human_video', body: DigitalHumanGenerationBody },
   },
   'mesh3d.generate.text': mesh3dGeneration('text', 'text_to_model'),
   'mesh3d.generate.image': mesh3dGeneration('image', 'image_to_model'),

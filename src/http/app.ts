@@ -41,6 +41,7 @@ import { openAiAudioRoutes } from './routes/audio-openai.ts';
 import { OPENAI_PREFIX, openAiRoutes } from './routes/openai.ts';
 import { adminBatchRoutes } from './routes/openai-batches.ts';
 import { ANTHROPIC_KEY_HEADER, ANTHROPIC_PREFIX, anthropicRoutes } from './routes/anthropic.ts';
+import { mcpRoutes } from './routes/mcp.ts';
 import type { AppServices } from './services.ts';
 
 const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
@@ -150,7 +151,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(consolePageRoutes);
   await app.register(servedFileRoutes(services));
 
-  // API tokens on /v1, /openai/v1, /api and /upload; admission on /v1 and /openai/v1 (and /anthropic, below).
+  // API tokens on /v1, /openai/v1, /mcp, /api and /upload; admission on /v1 and /openai/v1 (and /anthropic, below).
   await app.register(async (api) => {
     requireApiToken(api, services.tokens);
     await api.register(async (admitted) => {
@@ -177,6 +178,15 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       await admitted.register(openAiAudioRoutes(services), { prefix: '/v1' });
       await admitted.register(rerankRoutes(services));
       await admitted.register(openAiRoutes(services), { prefix: OPENAI_PREFIX });
+    });
+    // MCP: API tokens, no admission (a gateway tool's call is admitted as a request of its endpoint).
+    await api.register(async (mcp) => {
+      // A client that must authenticate learns how (RFC 6750).
+      mcp.addHook('onSend', (_request, reply, payload, done) => {
+        if (reply.statusCode === 401) reply.header('www-authenticate', 'Bearer');
+        done(null, payload);
+      });
+      await mcp.register(mcpRoutes(services));
     });
     await api.register(async (assets) => {
       registerBodyChecks(assets, { bareWritesTakeObjects: false });

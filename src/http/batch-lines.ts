@@ -65,7 +65,7 @@ export function batchLineExecutor(services: AppServices): BatchLineExecutor {
     },
     '/v1/responses': async (body, line) => {
       const metered = (usage: ChatUsage) => line.admission.recordUsage(usage);
-      const outcome = await services.openaiResponses.create({ ...(body as unknown as ResponsesRequest), stream: false }, line.call.principal.userId, line.call.signal, metered);
+      const outcome = await services.openaiResponses.create({ ...(body as unknown as ResponsesRequest), stream: false }, line.call.principal, line.call.signal, metered);
       if (outcome.route) line.served = outcome.route;
       if (outcome.kind === 'upstream-response') {
         if (outcome.usage) metered(outcome.usage);

@@ -35,6 +35,8 @@ import type { ChannelRouter } from '../routing/router.ts';
 import type { OpenAiFileService } from '../batches/openai-files.ts';
 import type { BatchService } from '../batches/batch-service.ts';
 import type { AnthropicMessagesService } from '../anthropic/messages-service.ts';
+import type { ModelList } from '../limits/model-list.ts';
+import type { McpService } from '../mcp/mcp-service.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -97,4 +99,8 @@ export interface AppServices {
   anthropicMessages: AnthropicMessagesService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
+  /** The model list of GET /v1/models/list and MCP's list_models. */
+  modelList: ModelList;
+  /** /mcp and /mcp/<server>: sessions, tools and their permissions. */
+  mcp: McpService;
 }

@@ -78,6 +78,9 @@ function settles(s: SubjectLimits): boolean {
   return s.tpm > 0 || s.concurrent > 0 || s.credits >= 0;
 }
 
+/** The ledger's endpoint of an MCP tools/call. */
+export const MCP_TOOLS_CALL = 'mcp.tools_call';
+
 /** Answers of the gateway that turn a call away before anything ran. */
 const REFUSALS = new Set([400, 401, 404, 413]);
 
@@ -98,7 +101,8 @@ function callRow(call: {
   startedAt: number;
   finishedAt: number;
   principal: Principal | null;
-  route: string;
+  /** What the ledger's endpoint column keeps: a route's path, or `mcp.tools_call`. */
+  endpoint: string;
   model: string | undefined;
   provider: string | undefined;
   channel: string | undefined;
@@ -118,7 +122,7 @@ function callRow(call: {
     // '' when the caller is not known (a refused token).
     user_id: call.principal?.userId ?? '',
     token_id: call.principal && !call.principal.isAdmin ? call.principal.tokenId : null,
-    endpoint: call.route.slice('POST '.length),
+    endpoint: call.endpoint,
     model: call.model ?? null,
     provider: call.provider ?? null,
     channel: call.channel ?? null,
@@ -350,7 +354,7 @@ export class LimitsService {
       startedAt: admission.startedAt,
       finishedAt: this.now(),
       principal: admission.principal,
-      route: admission.route,
+      endpoint: admission.route.slice('POST '.length),
       model: admission.model,
       provider: provider ?? info?.provider,
       channel,
@@ -374,7 +378,16 @@ export class LimitsService {
     const info = this.modelNamed(call.body);
     const finishedAt = this.now();
     const { id, route, principal, httpStatus } = call;
-    await this.writeCallRow(callRow({ id, route, principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+    await this.writeCallRow(callRow({ id, endpoint: route.slice('POST '.length), principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+  }
+
+  /**
+   * Ledgers one MCP tools/call (endpoint `mcp.tools_call`, model the tool's name as /mcp lists
+   * it): `refused` when the gateway turned it away before anything ran.
+   */
+  async recordToolCall(call: { id: string; principal: Principal; tool: string; startedAt: number; status: 'success' | 'error' | 'refused'; httpStatus: number }): Promise<void> {
+    const { id, principal, tool, startedAt, status, httpStatus } = call;
+    await this.writeCallRow(callRow({ id, principal, endpoint: MCP_TOOLS_CALL, model: tool, provider: undefined, channel: undefined, status, httpStatus, startedAt, finishedAt: this.now() }));
   }
 
   /** Names the batch of a task's ledger row, once the task (a batch line) has ended and written it. */

@@ -116,6 +116,26 @@ export function replyMessage(output: OutputItem[]): ChatInputMessage {
   return { role: 'assistant', content: text || null, ...(calls.length ? { tool_calls: calls } : {}) };
 }
 
+/**
+ * The events of an item that is whole when it is sent (a message's text in one delta), at
+ * `index` of the output: added, its text for a message, done.
+ */
+export function wholeItemEvents(item: unknown, index: number): ResponseEvent[] {
+  const whole = item as { type: string; id: string; content?: { text: string }[] };
+  if (whole.type !== 'message') return [{ type: 'response.output_item.added', output_index: index, item }, { type: 'response.output_item.done', output_index: index, item }];
+  const text = whole.content?.[0]?.text ?? '';
+  const position = { item_id: whole.id, output_index: index, content_index: 0 };
+  const part = { type: 'output_text', text, annotations: [] };
+  return [
+    { type: 'response.output_item.added', output_index: index, item: { ...whole, status: 'in_progress', content: [] } },
+    { type: 'response.content_part.added', ...position, part: { ...part, text: '' } },
+    { type: 'response.output_text.delta', ...position, delta: text, logprobs: [] },
+    { type: 'response.output_text.done', ...position, text, logprobs: [] },
+    { type: 'response.content_part.done', ...position, part },
+    { type: 'response.output_item.done', output_index: index, item },
+  ];
+}
+
 /** One streamed event: its type and payload (the sequence number is added when sent). */
 export interface ResponseEvent {
   type: string;

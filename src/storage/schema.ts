@@ -34,6 +34,8 @@ export interface Database {
   openai_files: OpenAiFileRow;
   batches: BatchRow;
   batch_lines: BatchLineRow;
+  user_mcp_tools: UserMcpToolsRow;
+  mcp_sessions: McpSessionRow;
 }
 
 export interface UserRow {
@@ -50,6 +52,27 @@ export interface ApiTokenRow {
   created_at: number;
   /** JSON of the token's limits (limits/limits.ts); null when it has none. */
   limits: string | null;
+  /** JSON list of the MCP tool patterns the token may use; null (or absent) means `*`. */
+  mcp_tools?: string | null;
+}
+
+/** A user's MCP tool patterns, JSON as a token's. */
+export interface UserMcpToolsRow {
+  user_id: string;
+  mcp_tools: string;
+  updated_at: number;
+}
+
+/** A session of /mcp (or /mcp/<server>) and the token that opened it. */
+export interface McpSessionRow {
+  id: string;
+  token_id: string;
+  user_id: string;
+  /** '' for /mcp, else the upstream server of /mcp/<server>. */
+  scope: string;
+  protocol_version: string;
+  created_at: number;
+  ended_at: number | null;
 }
 
 /** A user's limits, JSON as a token's. */

@@ -8,7 +8,7 @@
 import type { LookupAddress } from 'node:dns';
 import { lookup as dnsLookup } from 'node:dns/promises';
 import type { LookupFunction } from 'node:net';
-import { Agent, request, type Dispatcher } from 'undici';
+import { Agent, fetch as undiciFetch, request, type Dispatcher } from 'undici';
 import { hostOf, normaliseHost, type OutboundUrlPolicy } from '../core/outbound-urls.ts';
 
 /** Every address of a host name; tests answer their own. */
@@ -75,6 +75,17 @@ export class OutboundFetcher {
       }
     }
   }
+
+  /**
+   * A fetch for a conversation with a server the policy allows (an MCP server): its connections
+   * go to checked addresses like get()'s; a redirect is answered as it is, never followed.
+   */
+  readonly fetch = async (input: string | URL, init?: RequestInit): Promise<Response> => {
+    const url = new URL(input);
+    if ((url.protocol !== 'http:' && url.protocol !== 'https:') || !this.opts.policy.literalHostAllowed(hostOf(url))) throw new UrlNotAllowedError();
+    const response = await undiciFetch(url, { ...(init as Parameters<typeof undiciFetch>[1]), redirect: 'manual', dispatcher: this.agent });
+    return response as unknown as Response;
+  };
 
   /** Ends the kept-alive connections. */
   close(): Promise<void> {

@@ -10,7 +10,8 @@ import { importGraph, SRC, sourceFiles } from '../support/import-graph.ts';
 /**
  * From the bottom up. Folders of one layer do not import each other. The limits service sits
  * above tasks: it implements the task service's admission and settles at a task's end through
- * an end handler, as the modality services record theirs.
+ * an end handler, as the modality services record theirs. MCP sits below the agent, whose tool
+ * loop runs MCP tools.
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['core'],
@@ -26,6 +27,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['limits'],
   ['images', 'video', 'audio', 'digital-human', 'mesh3d', 'embeddings', 'rerank'],
   ['chat'],
+  ['mcp'],
   ['agent'],
   ['realtime', 'overview'],
   ['openai', 'anthropic'],

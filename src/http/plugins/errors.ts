@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, type ErrorShape } from '../../core/errors.ts';
+import { validationError, type AjvLikeError } from '../../core/validation-errors.ts';
 import { IdempotentReplay } from '../../limits/idempotency.ts';
 import { sendReplay } from './admission.ts';
 import { isDatabaseUnavailable } from '../../storage/database-unavailable.ts';
@@ -11,37 +12,9 @@ declare module 'fastify' {
   }
 }
 
-interface AjvLikeError {
-  keyword: string;
-  instancePath: string;
-  message?: string;
-  params: Record<string, unknown>;
-}
-
-/** `/messages/0/role` → `messages[0].role`. */
-function fieldPath(pointer: string, child?: string): string {
-  const parts = pointer.split('/').slice(1).map((p) => p.replaceAll('~1', '/').replaceAll('~0', '~'));
-  if (child !== undefined) parts.push(child);
-  return parts.reduce((acc, part) => (/^\d+$/.test(part) ? `${acc}[${part}]` : acc ? `${acc}.${part}` : part), '');
-}
-
 function fromValidation(err: FastifyError, shape: ErrorShape): ApiError {
-  const first = err.validation![0] as unknown as AjvLikeError;
   const context = err.validationContext ?? 'body';
-  let error: ApiError;
-  if (first.keyword === 'required') {
-    const param = fieldPath(first.instancePath, String(first.params.missingProperty));
-    error = new ApiError('missing_parameter', `${param} is required`, param);
-  } else if (first.keyword === 'additionalProperties') {
-    const param = fieldPath(first.instancePath, String(first.params.additionalProperty));
-    error = new ApiError('unsupported_parameter', `${param} is not a supported parameter`, param);
-  } else {
-    // A fault of the whole body (not an object, none at all) names the body.
-    const param = fieldPath(first.instancePath) || (context === 'body' ? 'body' : null);
-    const allowed = first.keyword === 'enum' ? `: one of ${(first.params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}` : '';
-    const where = param ?? (context === 'body' ? 'request body' : context);
-    error = new ApiError('invalid_parameter', `${where} ${first.message ?? 'is invalid'}${allowed}`, param);
-  }
+  const error = validationError(err.validation![0] as unknown as AjvLikeError, context);
   // The asset registry keeps ComfyUI's two validation codes; the field goes in details.
   if (shape === 'asset') return new ApiError(context === 'querystring' ? 'INVALID_QUERY' : 'INVALID_BODY', error.message, error.param);
   return error;

@@ -2,6 +2,7 @@ import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { ApiError } from '../../core/errors.ts';
 import { applyPatch, LimitsPatch, LimitsView, parseLimits } from '../../limits/limits.ts';
+import { McpToolPatterns } from '../../mcp/tool-patterns.ts';
 import type { AppServices } from '../services.ts';
 
 const TokenSummary = Type.Object({
@@ -34,14 +35,17 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
         user_id: Type.String({ minLength: 1, maxLength: 200, pattern: '^[^\\s]+$' }),
         name: Type.Optional(Type.String({ maxLength: 200 })),
         limits: Type.Optional(LimitsPatch),
+        mcp_tools: Type.Optional(Type.Union([McpToolPatterns, Type.Null()], { description: 'MCP tools the token may list and call (patterns, `*` any run of characters); null or absent: `*`' })),
       }, { additionalProperties: false }),
-      response: { 201: Type.Intersect([TokenSummary, Type.Object({ token: Type.String() })]) },
+      response: { 201: Type.Intersect([TokenSummary, Type.Object({ token: Type.String(), mcp_tools: McpToolPatterns })]) },
     },
   }, async (request, reply) => {
     const limits = request.body.limits ? applyPatch(undefined, request.body.limits) : undefined;
     const created = await services.tokens.create(request.body.user_id, request.body.name, limits ? JSON.stringify(limits) : null);
     await services.limits.tokenCreated(created.id, limits);
-    return reply.code(201).send({ ...created, limits: limits ?? {} });
+    const mcpTools = request.body.mcp_tools ?? null;
+    if (mcpTools) await services.mcp.setTokenTools(created.id, mcpTools);
+    return reply.code(201).send({ ...created, limits: limits ?? {}, mcp_tools: mcpTools ?? ['*'] });
   });
 
   app.get('/admin/tokens', {

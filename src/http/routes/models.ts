@@ -1,35 +1,16 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ApiError } from '../../core/errors.ts';
-import { CAPABILITY_NAMES } from '../../catalog/catalog.ts';
-import type { LiveModel } from '../../catalog/catalog.ts';
-import { toCompatItem, toPlatformItem, type PlatformModelItem } from '../../catalog/listing.ts';
-import { billingModeOf } from '../../limits/pricing.ts';
+import { toCompatItem } from '../../catalog/listing.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
-/** Types the listing accepts: the catalog's capability names plus the listing-only ones. */
-const LISTING_TYPES: readonly string[] = [...CAPABILITY_NAMES, 'video_edit'];
-const listingTypes = new Set(LISTING_TYPES);
-
-/** A /v1/models/list item: the platform item, with its prices when the configuration sets them. */
-type ListedModel = PlatformModelItem & { billing_mode?: ReturnType<typeof billingModeOf> };
 
 /** GET /v1/models and /v1/models/list. */
 export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { catalog, generations } = services;
-  // The catalog is fixed once loaded, so its part of each answer is built once; workflows
-  // (engine models) change with their folder and are added on each request.
   const created = Math.floor(Date.now() / 1000);
   const compatItems = catalog.list().map((m) => toCompatItem(m, created));
   const compatBody = JSON.stringify({ data: compatItems, success: true });
-  const listItems = new Map<string, ListedModel[]>();
-  const listBodies = new Map<string, string>();
-  const ofType = (type: string) => (model: LiveModel) => type === 'all' || (model.modelTypes as string[]).includes(type);
-  const platformItem = (model: LiveModel): ListedModel => {
-    const pricing = services.settings.config.models?.[model.alias]?.pricing;
-    return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
-  };
 
   app.get('/v1/models', {
     schema: { tags: ['models'], summary: 'Models in the compatibility shape', security },
@@ -46,19 +27,5 @@ export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       security,
       querystring: Type.Object({ type: Type.Optional(Type.String({ description: 'capability type, or all' })) }),
     },
-  }, async (request, reply) => {
-    const type = request.query.type || 'all';
-    if (type !== 'all' && !listingTypes.has(type)) {
-      throw new ApiError('invalid_parameter', `type must be all or a capability type (${LISTING_TYPES.join(', ')})`, 'type');
-    }
-    let items = listItems.get(type);
-    if (!items) {
-      items = catalog.list(type).map(platformItem);
-      listItems.set(type, items);
-      listBodies.set(type, JSON.stringify({ modelList: items, count: items.length }));
-    }
-    const served = generations.engineModels().filter(ofType(type)).map(platformItem);
-    const modelList = [...items, ...served];
-    return reply.type('application/json; charset=utf-8').send(served.length === 0 ? listBodies.get(type)! : JSON.stringify({ modelList, count: modelList.length }));
-  });
+  }, async (request, reply) => reply.type('application/json; charset=utf-8').send(services.modelList.body(request.query.type || 'all')));
 };

@@ -88,7 +88,7 @@ export const openAiRoutes = (services: AppServices): FastifyPluginAsyncTypebox =
     },
   }, async (request, reply) => {
     const signal = clientGoneSignal(reply);
-    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal.userId, signal, (usage) => request.ctx.recordUsage(usage));
+    const outcome = await services.openaiResponses.create(request.body, request.ctx.principal, signal, (usage) => request.ctx.recordUsage(usage));
     if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
     if (outcome.warnings.length > 0) reply.header('x-gengate-warnings', warningsHeader(outcome.warnings));
     const recordChatUsage = (usage: ChatUsage | undefined) => {

@@ -187,7 +187,7 @@ export const responseRoutes = (services: AppServices): FastifyPluginAsyncTypebox
   }, async (request, reply) => {
     const body = request.isMultipart() ? await fromForm(request) : withParsedInput(request.body as Record<string, unknown>);
     const requestId = body.requestId ?? request.id;
-    const run = await responses.start(body, { ownerId: request.ctx.principal.userId, requestId });
+    const run = await responses.start(body, { principal: request.ctx.principal, requestId });
     reply.header('x-request-id', requestId);
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) run.abort(new ApiError('request_cancelled', 'the client went away'));

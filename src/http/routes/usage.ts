@@ -1,6 +1,7 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LimitsPatch, LimitsView } from '../../limits/limits.ts';
+import { McpToolPatterns } from '../../mcp/tool-patterns.ts';
 import type { AppServices } from '../services.ts';
 
 const security = [{ bearer: [] }];
@@ -118,18 +119,35 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
   app.patch('/admin/tokens/:id', {
     schema: {
       tags: ['admin'],
-      summary: 'Rename a token or change its limits; a null limit removes it, limits null removes all',
+      summary: 'Rename a token or change its limits or MCP tools; a null limit removes it, limits null removes all, mcp_tools null restores `*`',
       security,
       params: Type.Object({ id: Type.String() }),
       body: Type.Object({
         name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
         limits: Type.Optional(Type.Union([LimitsPatch, Type.Null()])),
+        mcp_tools: Type.Optional(Type.Union([McpToolPatterns, Type.Null()])),
       }, { additionalProperties: false }),
-      response: { 200: Type.Object({ id: Type.String(), limits: LimitsView }) },
+      response: { 200: Type.Object({ id: Type.String(), limits: LimitsView, mcp_tools: McpToolPatterns }) },
     },
   }, async (request) => {
-    const limits = await services.limits.updateToken(request.params.id, request.body);
-    return { id: request.params.id, limits: limits ?? {} };
+    const { mcp_tools: mcpTools, ...change } = request.body;
+    if (mcpTools !== undefined) await services.mcp.setTokenTools(request.params.id, mcpTools);
+    const limits = await services.limits.updateToken(request.params.id, change);
+    return { id: request.params.id, limits: limits ?? {}, mcp_tools: [...(await services.mcp.tokenTools(request.params.id))] };
+  });
+
+  app.put('/admin/users/:id/mcp-tools', {
+    schema: {
+      tags: ['admin'],
+      summary: 'Set the MCP tools a user may list and call (with each of its tokens\' own list); null restores `*`',
+      security,
+      params: Type.Object({ id: Type.String({ minLength: 1, maxLength: 200 }) }),
+      body: Type.Object({ mcp_tools: Type.Union([McpToolPatterns, Type.Null()]) }, { additionalProperties: false }),
+      response: { 200: Type.Object({ user_id: Type.String(), mcp_tools: McpToolPatterns }) },
+    },
+  }, async (request) => {
+    await services.mcp.setUserTools(request.params.id, request.body.mcp_tools);
+    return { user_id: request.params.id, mcp_tools: request.body.mcp_tools ?? ['*'] };
   });
 
   app.get('/admin/users/:id/limits', {

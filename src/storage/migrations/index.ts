@@ -22,6 +22,7 @@ import * as taskEvents from './0031-task-events.ts';
 import * as cachedTokens from './0036-cached-tokens.ts';
 import * as batches from './0032-batches.ts';
 import * as ledgerBatchId from './0033-ledger-batch-id.ts';
+import * as mcp from './0035-mcp.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0036_cached_tokens': cachedTokens,
   '0032_batches': batches,
   '0033_ledger_batch_id': ledgerBatchId,
+  '0035_mcp': mcp,
 };

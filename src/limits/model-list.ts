@@ -1,0 +1,60 @@
+/**
+ * The model list of GET /v1/models/list (and the MCP tool list_models): catalog models and the
+ * workflows engines serve, with their prices when the configuration sets them.
+ */
+import { CAPABILITY_NAMES, type Catalog, type LiveModel } from '../catalog/catalog.ts';
+import { toPlatformItem, type PlatformModelItem } from '../catalog/listing.ts';
+import { ApiError } from '../core/errors.ts';
+import type { ModelPricing } from '../config/settings.ts';
+import type { GenerationService } from '../tasks/generation-service.ts';
+import { billingModeOf } from './pricing.ts';
+
+/** Types the listing accepts: the catalog's capability names plus the listing-only ones. */
+const LISTING_TYPES: readonly string[] = [...CAPABILITY_NAMES, 'video_edit'];
+const listingTypes = new Set(LISTING_TYPES);
+
+/** A /v1/models/list item: the platform item, with its prices when the configuration sets them. */
+export type ListedModel = PlatformModelItem & { billing_mode?: ReturnType<typeof billingModeOf> };
+
+export class ModelList {
+  // The catalog is fixed once loaded, so its part of each answer is built once; workflows
+  // (engine models) change with their folder and are added on each request.
+  private readonly catalogItems = new Map<string, { items: ListedModel[]; body: string }>();
+
+  constructor(private readonly deps: { catalog: Catalog; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined }) {}
+
+  /** The models of `type` (`all` or a capability type), or 400 invalid_parameter naming `param`. */
+  list(type: string, param = 'type'): { modelList: ListedModel[]; count: number } {
+    const cached = this.catalogPart(type, param);
+    const modelList = [...cached.items, ...this.served(type)];
+    return { modelList, count: modelList.length };
+  }
+
+  /** The answer of GET /v1/models/list?type= as JSON text. */
+  body(type: string): string {
+    const cached = this.catalogPart(type, 'type');
+    return this.served(type).length === 0 ? cached.body : JSON.stringify(this.list(type));
+  }
+
+  private catalogPart(type: string, param: string): { items: ListedModel[]; body: string } {
+    if (type !== 'all' && !listingTypes.has(type)) {
+      throw new ApiError('invalid_parameter', `type must be all or a capability type (${LISTING_TYPES.join(', ')})`, param);
+    }
+    let cached = this.catalogItems.get(type);
+    if (!cached) {
+      const items = this.deps.catalog.list(type).map((m) => this.item(m));
+      cached = { items, body: JSON.stringify({ modelList: items, count: items.length }) };
+      this.catalogItems.set(type, cached);
+    }
+    return cached;
+  }
+
+  private served(type: string): ListedModel[] {
+    return this.deps.generations.engineModels().filter((model) => type === 'all' || (model.modelTypes as string[]).includes(type)).map((m) => this.item(m));
+  }
+
+  private item(model: LiveModel): ListedModel {
+    const pricing = this.deps.pricingOf(model.alias);
+    return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
+  }
+}
