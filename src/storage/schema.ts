@@ -30,6 +30,10 @@ export interface Database {
   usage_ledger: UsageLedgerRow;
   usage_daily: UsageDailyRow;
   idempotency_keys: IdempotencyKeyRow;
+  teams: TeamRow;
+  team_members: TeamMemberRow;
+  console_sessions: ConsoleSessionRow;
+  oidc_logins: OidcLoginRow;
 }
 
 export interface UserRow {
@@ -46,6 +50,44 @@ export interface ApiTokenRow {
   created_at: number;
   /** JSON of the token's limits (limits/limits.ts); null when it has none. */
   limits: string | null;
+  /** The team it works for (its user must be a member), or null. */
+  team_id: string | null;
+}
+
+export interface TeamRow {
+  id: string;
+  name: string;
+  /** JSON of the team's limits, for all its tokens together; null when it has none. */
+  limits: string | null;
+  created_at: number;
+}
+
+export type TeamRole = 'admin' | 'member' | 'viewer';
+
+export interface TeamMemberRow {
+  team_id: string;
+  user_id: string;
+  role: TeamRole;
+  created_at: number;
+}
+
+/** A console session; `id` is the sha256 hex of the cookie's value. */
+export interface ConsoleSessionRow {
+  id: string;
+  user_id: string;
+  /** 1 when the identity provider's role claim made the user an administrator. */
+  claims_admin: number;
+  csrf: string;
+  created_at: number;
+  expires_at: number;
+}
+
+/** An OpenID Connect sign-in under way, keyed by its state. */
+export interface OidcLoginRow {
+  state: string;
+  nonce: string;
+  code_verifier: string;
+  expires_at: number;
 }
 
 /** A user's limits, JSON as a token's. */
@@ -84,6 +126,8 @@ export interface UsageLedgerRow {
   task_id: string | null;
   /** 0 while the shared counters (Redis) have not taken this settlement in yet. */
   counters_applied: number;
+  /** The team the call or task was made for; null without one. */
+  team_id: string | null;
 }
 
 /** The ledger summed per day, user, token, model and provider, kept at settlement. */
@@ -240,6 +284,8 @@ export interface TaskRow {
   token_id: string | null;
   /** Micro-credits the submit reserved against credit limits, released when the task ends. */
   reserved_credits: number;
+  /** The team its token worked for: the team's limits and usage count it; null without one. */
+  team_id: string | null;
 }
 
 /** The liveness of one instance of the database queue: it is alive until `alive_until` unless it beats again. */

@@ -30,6 +30,8 @@ export interface NewTask {
   tokenId?: string | null;
   /** Micro-credits its admission reserved against credit limits. */
   reservedCredits?: number;
+  /** The team its token works for (its limits and usage count the task). */
+  teamId?: string | null;
   /** The statuses its callback announces; absent: every status. */
   callbackEvents?: readonly TaskStatus[];
   /** Epoch ms: still waiting then, it fails without running (x-deadline). */
@@ -141,6 +143,7 @@ export class TaskService {
       finished_at: null,
       token_id: spec.tokenId ?? null,
       reserved_credits: spec.reservedCredits ?? 0,
+      team_id: spec.teamId ?? null,
     };
     const record = statusRecordOf(row);
     await this.repo.insert(row, this.deliveryOf(row, record, now));
