@@ -65,6 +65,11 @@ import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
 import { ChannelsRepo } from './storage/repos/channels-repo.ts';
 import { startTracing } from './telemetry/tracing.ts';
+import { TeamsRepo } from './storage/repos/teams-repo.ts';
+import { SessionsRepo } from './storage/repos/sessions-repo.ts';
+import { TeamService } from './auth/teams.ts';
+import { ConsoleSessions } from './auth/console-sessions.ts';
+import { OidcSignIn } from './auth/oidc-sign-in.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -197,7 +202,13 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const transcriptions = new TranscriptionService({ models: syncModels.transcriptions, resolveModel });
   const speechAudio = new SpeechAudioService({ audio, files });
   const openaiResponses = new OpenAiResponsesService({ chat, store: new OpenAiResponsesRepo(db) });
-  const services: AppServices = { limits, idempotency, usage, redis: redisBus,
+  const teamsRepo = new TeamsRepo(db);
+  const sessionsRepo = new SessionsRepo(db);
+  const teams = new TeamService(teamsRepo);
+  const sessions = new ConsoleSessions(sessionsRepo, teamsRepo, { ttlMs: settings.sessionTtlMs, adminUsers: settings.adminUsers });
+  sessions.startSweep((err) => logger.error({ err }, 'deleting lapsed console sessions failed'));
+  const oidc = settings.oidc && new OidcSignIn(settings.oidc, sessionsRepo, () => `${baseUrl}/console/auth/callback`);
+  const services: AppServices = { limits, idempotency, usage, redis: redisBus, teams, sessions, oidc,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses,
   };
@@ -252,6 +263,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();
       usage.stop();
+      sessions.stop();
       idempotency.stopSweep();
       await limits.close();
       await bus.close();

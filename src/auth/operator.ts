@@ -2,8 +2,6 @@ import { ApiError } from '../core/errors.ts';
 import type { TeamRole } from '../storage/schema.ts';
 import type { Membership } from '../storage/repos/teams-repo.ts';
 
-export const TEAM_ROLES = ['admin', 'member', 'viewer'] as const satisfies readonly TeamRole[];
-
 /** Who made a change, as the audit log names it: the admin token is `admin`. */
 export interface Actor {
   type: 'admin_token' | 'user';

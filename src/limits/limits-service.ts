@@ -8,7 +8,7 @@ import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
 import type { TaskAdmission } from '../tasks/generation-service.ts';
 import type { AdmitOutcome, LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
-import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
+import { applyPatch, checkWithin, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
 import type { ModelPricing } from '../config/settings.ts';
 import { storedEndpoint } from '../endpoints/endpoint-table.ts';
 import { charactersOf, costOf, estimateInputTokens, estimateOf, secondsOf, type Consumption } from './pricing.ts';
@@ -488,10 +488,11 @@ export class LimitsService {
     return parseLimits(row.limits);
   }
 
-  /** Changes a token's name and limits; answers the limits now. */
-  async updateToken(tokenId: string, change: { name?: string | null; limits?: LimitsPatch | null }): Promise<Limits | undefined> {
+  /** Changes a token's name and limits; answers the limits now. With a `cap` (its team's), limits above it are a 400. */
+  async updateToken(tokenId: string, change: { name?: string | null; limits?: LimitsPatch | null }, cap?: Limits): Promise<Limits | undefined> {
     const current = await this.tokenLimits(tokenId);
     const limits = change.limits === undefined ? current : change.limits === null ? undefined : applyPatch(current, change.limits);
+    if (change.limits) checkWithin(limits, cap);
     await this.repo.setToken(tokenId, { ...(change.name !== undefined ? { name: change.name } : {}), limits: limits ? JSON.stringify(limits) : null });
     if (change.limits !== undefined) this.limitsChangedTo(await this.counters.limitsChanged());
     if (limits) await this.seed('token', tokenId, limits);

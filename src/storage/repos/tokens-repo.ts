@@ -6,7 +6,7 @@ export type TokenSummary = Omit<ApiTokenRow, 'token_hash'>;
 /** Which tokens a listing shows: those of the given teams, or of the given user. */
 export interface TokenScope {
   teamIds: readonly string[];
-  userId: string;
+  userId?: string;
 }
 
 /** SQL for users and their API tokens. */
@@ -46,7 +46,10 @@ export class TokensRepo {
   /** Every token, or those a scope shows. */
   async list(scope?: TokenScope): Promise<TokenSummary[]> {
     let q = this.db.kysely.selectFrom('api_tokens').select(['id', 'user_id', 'name', 'created_at', 'limits', 'team_id']);
-    if (scope) q = q.where((eb) => (scope.teamIds.length > 0 ? eb.or([eb('team_id', 'in', [...scope.teamIds]), eb('user_id', '=', scope.userId)]) : eb('user_id', '=', scope.userId)));
+    if (scope) {
+      const { teamIds, userId } = scope;
+      q = q.where((eb) => eb.or([...(teamIds.length > 0 ? [eb('team_id', 'in', [...teamIds])] : []), ...(userId !== undefined ? [eb('user_id', '=', userId)] : [])]));
+    }
     return q.orderBy('created_at').orderBy('id').execute();
   }
 
