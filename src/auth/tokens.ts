@@ -111,6 +111,8 @@ export class TokenService {
     if (hash === this.adminTokenHash) principal = { userId: ADMIN_USER_ID, tokenId: 'admin', isAdmin: true };
     else {
       const row = await this.repo.findByHash(hash);
+      // A token out of its team works again once its user is back: not remembered as unknown.
+      if (row && !row.in_team) return undefined;
       principal = row ? { userId: row.user_id, tokenId: row.id, isAdmin: false, teamId: row.team_id } : undefined;
     }
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();

@@ -25,18 +25,17 @@ export class TokensRepo {
     });
   }
 
-  /**
-   * The token of a hash, unless it works for a team its user is no member of (left, or the team
-   * was deleted): such a token no longer works.
-   */
-  async findByHash(tokenHash: string): Promise<Omit<TokenSummary, 'limits'> | undefined> {
-    return this.db.kysely
+  /** The token of a hash; `in_team` is false when it works for a team its user is no member of (left, or the team was deleted). */
+  async findByHash(tokenHash: string): Promise<(Omit<TokenSummary, 'limits'> & { in_team: boolean }) | undefined> {
+    const row = await this.db.kysely
       .selectFrom('api_tokens')
       .leftJoin('team_members', (join) => join.onRef('team_members.team_id', '=', 'api_tokens.team_id').onRef('team_members.user_id', '=', 'api_tokens.user_id'))
-      .select(['api_tokens.id', 'api_tokens.user_id', 'api_tokens.name', 'api_tokens.created_at', 'api_tokens.team_id'])
+      .select(['api_tokens.id', 'api_tokens.user_id', 'api_tokens.name', 'api_tokens.created_at', 'api_tokens.team_id', 'team_members.role'])
       .where('api_tokens.token_hash', '=', tokenHash)
-      .where((eb) => eb.or([eb('api_tokens.team_id', 'is', null), eb('team_members.user_id', 'is not', null)]))
       .executeTakeFirst();
+    if (!row) return undefined;
+    const { role, ...token } = row;
+    return { ...token, in_team: token.team_id === null || role !== null };
   }
 
   async find(id: string): Promise<TokenSummary | undefined> {
