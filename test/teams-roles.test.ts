@@ -94,6 +94,43 @@ describe('teams (embedded store)', () => {
   });
 });
 
+describe('a team\'s admin in the console (embedded store)', () => {
+  let srv: TestServer;
+  before(async () => {
+    srv = await startTestServer();
+  });
+  after(() => srv.close());
+
+  /** A request through a console session of `user`. */
+  async function asUser(user: string, method: string, path: string, json?: unknown): Promise<Response> {
+    const session = await srv.server.services.sessions.start(user, false);
+    const headers: Record<string, string> = { cookie: `gengate_session=${session.cookie}`, 'x-csrf-token': session.csrf };
+    if (json !== undefined) headers['content-type'] = 'application/json';
+    return fetch(srv.url + path, { method, headers, ...(json !== undefined ? { body: JSON.stringify(json) } : {}) });
+  }
+
+  it('sets its tokens\' limits within the team\'s own, and lists only what its roles see', async () => {
+    await ok(await call(srv, 'POST', '/admin/teams', { id: 'eps', name: 'Eps', limits: { requests_per_minute: 10, credits: 5 } }), 201);
+    await ok(await call(srv, 'POST', '/admin/teams', { id: 'zeta', name: 'Zeta' }), 201);
+    await ok(await call(srv, 'PUT', '/admin/teams/eps/members/lead', { role: 'admin' }));
+    await ok(await call(srv, 'PUT', '/admin/teams/eps/members/joe', { role: 'member' }));
+    await ok(await call(srv, 'PUT', '/admin/teams/zeta/members/zed', { role: 'member' }));
+    const above = await ok(await asUser('lead', 'POST', '/admin/tokens', { user_id: 'joe', team_id: 'eps', limits: { requests_per_minute: 11 } }), 400);
+    assert.equal(above.error.param, 'limits.requests_per_minute');
+    const token = await ok(await asUser('lead', 'POST', '/admin/tokens', { user_id: 'joe', team_id: 'eps', limits: { requests_per_minute: 10 } }), 201);
+    assert.equal((await ok(await asUser('lead', 'PATCH', `/admin/tokens/${token.id}`, { limits: { credits: 6 } }), 400)).error.param, 'limits.credits');
+    assert.deepEqual((await ok(await asUser('lead', 'PATCH', `/admin/tokens/${token.id}`, { limits: { credits: 5 } }))).limits, { requests_per_minute: 10, credits: 5, credits_period: 'day' });
+    // Administrators are not held to the team's limits.
+    await ok(await call(srv, 'PATCH', `/admin/tokens/${token.id}`, { limits: { credits: 50 } }));
+    await ok(await call(srv, 'POST', '/admin/tokens', { user_id: 'zed', team_id: 'zeta' }), 201);
+    const listed = await ok(await asUser('lead', 'GET', '/admin/tokens'));
+    assert.deepEqual(listed.data.map((t: Json) => t.team_id), ['eps']);
+    assert.deepEqual((await ok(await asUser('joe', 'GET', '/admin/teams'))).data.map((t: Json) => t.id), ['eps']);
+    assert.equal((await asUser('joe', 'GET', '/admin/teams/eps')).status, 403);
+    assert.equal((await asUser('joe', 'GET', '/admin/teams/zeta')).status, 404);
+  });
+});
+
 describe('team limits shared by two instances (PostgreSQL + Redis)', () => {
   let a: TestServer | undefined;
   let b: TestServer | undefined;
@@ -267,6 +304,7 @@ describe('the role table: every /admin and console route, for each role', () => 
 
   it('each role on each route: allowed, or 403 permission_error for its team\'s objects, 404 for another team\'s', async () => {
     const wrong: string[] = [];
+    const checked = new Set<string>();
     const shared = await fixture();
     for (const { method, url } of routesOf(srv.server.app)) {
       if (!url.startsWith('/admin') && !url.startsWith('/console/auth')) continue;
@@ -281,11 +319,14 @@ describe('the role table: every /admin and console route, for each role', () => 
           const answer: Json = await res.json().catch(() => ({}));
           const code = answer?.error?.code;
           const got: Expect | number = res.status === 403 ? 403 : res.status === 404 && ['team_not_found', 'token_not_found', 'member_not_found'].includes(code) ? 404 : res.status === 401 ? 401 : 'allowed';
+          checked.add(key);
           if (got !== c.expect[role]) wrong.push(`${key} ${c.path(f)} as ${role}: expected ${c.expect[role]}, got ${res.status} ${code ?? ''}`);
           if (res.status === 403) assert.equal(answer.error.type, 'permission_error', `${key} as ${role}`);
         }
       }
     }
     assert.deepEqual(wrong, []);
+    // Every declared route was tried, by every role.
+    assert.deepEqual([...checked].sort(), Object.keys(ROUTE_ACCESS).sort());
   });
 });
