@@ -89,6 +89,8 @@ describe('teams (embedded store)', () => {
     const usage = await ok(await call(srv, 'GET', '/admin/usage?group_by=team'));
     const gamma = usage.rows.find((r: Json) => r.key === 'gamma');
     assert.equal(gamma.cost, 3);
+    const daily = await ok(await call(srv, 'GET', '/admin/usage?group_by=day&team_id=gamma'));
+    assert.deepEqual(daily.rows.map((r: Json) => [r.key, r.cost]), [[new Date().toISOString().slice(0, 10), 3]]);
     const own = await ok(await call(srv, 'GET', '/v1/usage?group_by=team', undefined, fay));
     assert.deepEqual(own.rows.map((r: Json) => r.key), ['gamma']);
   });
@@ -168,6 +170,9 @@ describe('team limits shared by two instances (PostgreSQL + Redis)', () => {
       return body.rows[0]?.requests === 10 ? body : undefined;
     });
     assert.equal(usage.rows[0].cost, 10);
+    // A team's usage by day reads the rows over the whole range, each under its UTC day.
+    const daily: Json = await ok(await call(a!, 'GET', '/admin/usage?group_by=day&team_id=delta'));
+    assert.deepEqual(daily.rows.map((r: Json) => [r.key, r.requests]), [[new Date().toISOString().slice(0, 10), 10]]);
   });
 });
 
