@@ -19,20 +19,22 @@ type PageAccess = { admin: boolean; apiToken: boolean; teamRoles: string[] };
 const ALL: PageAccess = { admin: true, apiToken: true, teamRoles: [] };
 const ADMIN_ONLY: PageAccess = { admin: true, apiToken: false, teamRoles: [] };
 
-const PAGES: { path: string; label: string; access: PageAccess }[] = [
+/** `bearerOnly`: the page calls /v1, which takes tokens, not console sessions. */
+const PAGES: { path: string; label: string; access: PageAccess; bearerOnly?: boolean }[] = [
   { path: 'overview', label: 'Overview', access: { ...ALL, teamRoles: ['admin', 'member'] } },
   { path: 'teams', label: 'Teams', access: { admin: true, apiToken: false, teamRoles: ['admin', 'member', 'viewer'] } },
   { path: 'tasks', label: 'Tasks', access: { ...ALL, teamRoles: ['admin', 'member'] } },
   { path: 'requests', label: 'Requests', access: { ...ADMIN_ONLY, teamRoles: ['admin', 'member'] } },
   { path: 'tokens', label: 'Tokens & users', access: ADMIN_ONLY },
-  { path: 'models', label: 'Models & channels', access: { admin: true, apiToken: true, teamRoles: [] } },
+  { path: 'models', label: 'Models & channels', access: { admin: true, apiToken: true, teamRoles: [] }, bearerOnly: true },
   { path: 'usage', label: 'Usage', access: { ...ALL, teamRoles: ['admin', 'member', 'viewer'] } },
-  { path: 'playground', label: 'Playground', access: { admin: true, apiToken: true, teamRoles: [] } },
+  { path: 'playground', label: 'Playground', access: { admin: true, apiToken: true, teamRoles: [] }, bearerOnly: true },
   { path: 'settings', label: 'Settings', access: ADMIN_ONLY },
 ];
 
 /** What a role may not do is not shown, rather than failing when tried. */
-function mayOpen(identity: Identity, access: PageAccess): boolean {
+function mayOpen(identity: Identity, access: PageAccess, bearerOnly = false): boolean {
+  if (bearerOnly && identity.via === 'session') return false;
   if (identity.admin) return access.admin;
   if (identity.via === 'api_token') return access.apiToken;
   return identity.teams.some((t) => access.teamRoles.includes(t.role));
@@ -94,12 +96,12 @@ function App() {
   const [page, id] = route;
   // Console sessions read through the /admin routes, which keep each role to what it may see.
   const isAdmin = identity.admin || identity.via === 'session';
-  const pages = PAGES.filter((p) => mayOpen(identity, p.access));
+  const pages = PAGES.filter((p) => mayOpen(identity, p.access, p.bearerOnly));
   const current = pages.find((p) => p.path === page)?.path ?? pages[0]?.path;
   let content: React.ReactNode;
   switch (current) {
     case 'teams': content = <Teams identity={identity} />; break;
-    case 'tasks': content = id ? <TaskDetail id={id} isAdmin={isAdmin} /> : <Tasks isAdmin={isAdmin} />; break;
+    case 'tasks': content = id ? <TaskDetail id={id} isAdmin={isAdmin} deliveries={identity.admin} /> : <Tasks isAdmin={isAdmin} />; break;
     case 'requests': content = <Requests />; break;
     case 'tokens': content = <Tokens />; break;
     case 'models': content = <Models isAdmin={identity.admin} />; break;

@@ -74,7 +74,8 @@ function useTaskRecord(id: string, isAdmin: boolean) {
   return { record, error };
 }
 
-export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
+/** `deliveries`: the callback deliveries are shown (administrators only). */
+export function TaskDetail({ id, isAdmin, deliveries = isAdmin }: { id: string; isAdmin: boolean; deliveries?: boolean }) {
   const { record, error } = useTaskRecord(id, isAdmin);
   const q = record?.queue_status;
   return (
@@ -92,7 +93,7 @@ export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
           {q.original_error_message && <p className="error">{q.original_error_message}</p>}
           <h3>Outputs</h3>
           <Outputs items={q.output_content ?? []} />
-          {isAdmin && <Deliveries taskId={id} />}
+          {deliveries && <Deliveries taskId={id} />}
           <h3>Record</h3>
           <pre className="record">{JSON.stringify(record, null, 2)}</pre>
         </>
