@@ -131,6 +131,19 @@ describe('a team\'s admin in the console (embedded store)', () => {
     assert.equal((await asUser('joe', 'GET', '/admin/teams/eps')).status, 403);
     assert.equal((await asUser('joe', 'GET', '/admin/teams/zeta')).status, 404);
   });
+
+  it('a member reads its own usage; narrowed to a team, only its rows of that team', async () => {
+    const inTeam = (await ok(await call(srv, 'POST', '/admin/tokens', { user_id: 'joe', team_id: 'eps' }), 201)).token;
+    const alone = (await ok(await call(srv, 'POST', '/admin/tokens', { user_id: 'joe' }), 201)).token;
+    const zed = (await ok(await call(srv, 'POST', '/admin/tokens', { user_id: 'zed', team_id: 'zeta' }), 201)).token;
+    for (const token of [inTeam, alone, alone, zed]) assert.equal((await chat(srv, token)).status, 200);
+    const requests = async (path: string) => (await ok(await asUser('joe', 'GET', path))).rows.reduce((n: number, r: Json) => n + r.requests, 0);
+    assert.equal(await requests('/admin/usage'), 3);
+    assert.equal(await requests('/admin/usage?team_id=eps'), 1);
+    assert.equal((await asUser('joe', 'GET', '/admin/usage?team_id=zeta')).status, 404);
+    const lead = await ok(await asUser('lead', 'GET', '/admin/requests?team_id=eps'));
+    assert.deepEqual(lead.data.map((r: Json) => [r.user_id, r.team_id]), [['joe', 'eps']]);
+  });
 });
 
 describe('team limits shared by two instances (PostgreSQL + Redis)', () => {

@@ -13,6 +13,8 @@ export interface ReadScope {
   teamIds: string[];
   /** The user's own rows too; absent when its roles show it none. */
   userId?: string;
+  /** Of these, only the rows of this team (the console's team switcher). */
+  teamId?: string;
 }
 
 /** What a console caller may reach of a token: its owner and team. */
@@ -112,7 +114,7 @@ export class Operator {
     if (this.isAdmin) return undefined;
     if (teamId !== undefined && !this.roles.has(teamId)) throw new ApiError('team_not_found', `no team ${teamId}`, 'team_id');
     const teamIds = this.teamsAs(...teamRoles).filter((id) => teamId === undefined || id === teamId);
-    return { teamIds, ...(this.managesOwn ? { userId: this.userId } : {}) };
+    return { teamIds, ...(this.managesOwn ? { userId: this.userId } : {}), ...(teamId !== undefined ? { teamId } : {}) };
   }
 
   /** Whether a row of `owner` is within what readScope lets the caller see. */

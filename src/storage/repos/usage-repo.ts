@@ -10,6 +10,8 @@ export type UsageGroup = 'day' | 'model' | 'user' | 'token' | 'provider' | 'team
 export interface RowScope {
   teamIds: readonly string[];
   userId?: string;
+  /** Of these, only the rows of this team. */
+  teamId?: string;
 }
 
 /** One group of usage: sums in micro-credits. */
@@ -335,7 +337,8 @@ export class UsageRepo {
 /** Rows of the scope's teams, or its user's own. */
 function inScope(scope: RowScope, userColumn: 'user_id' | 'owner_id' = 'user_id') {
   const teamIds = [...scope.teamIds];
-  return sql<boolean>`(${teamIds.length > 0 ? sql`team_id in (${sql.join(teamIds)})` : sql`false`} or ${scope.userId !== undefined ? sql`${sql.ref(userColumn)} = ${scope.userId}` : sql`false`})`;
+  const within = sql<boolean>`(${teamIds.length > 0 ? sql`team_id in (${sql.join(teamIds)})` : sql`false`} or ${scope.userId !== undefined ? sql`${sql.ref(userColumn)} = ${scope.userId}` : sql`false`})`;
+  return scope.teamId === undefined ? within : sql<boolean>`(${within} and team_id = ${scope.teamId})`;
 }
 
 function numericSums(row: Record<string, unknown>): UsageSums {
