@@ -79,6 +79,11 @@ import { McpRepo } from './storage/repos/mcp-repo.ts';
 import { McpService } from './mcp/mcp-service.ts';
 import { GatewayTools } from './mcp/gateway-tools.ts';
 import { checkServerUrls, ConfiguredMcpServers, UpstreamServers } from './mcp/upstream-servers.ts';
+import { TeamsRepo } from './storage/repos/teams-repo.ts';
+import { SessionsRepo } from './storage/repos/sessions-repo.ts';
+import { TeamService } from './auth/teams.ts';
+import { ConsoleSessions } from './auth/console-sessions.ts';
+import { OidcSignIn } from './auth/oidc-sign-in.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -229,7 +234,13 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   let batchRunner: BatchRunner | undefined;
   const batches = new BatchService(batchesRepo, openaiFiles, { windowMs: settings.batchCompletionWindowMs, wake: () => batchRunner?.kick() });
   const anthropicMessages = new AnthropicMessagesService({ chat, catalog, resolveModel });
-  const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus,
+  const teamsRepo = new TeamsRepo(db);
+  const sessionsRepo = new SessionsRepo(db);
+  const teams = new TeamService(teamsRepo);
+  const sessions = new ConsoleSessions(sessionsRepo, teamsRepo, { ttlMs: settings.sessionTtlMs, adminUsers: settings.adminUsers });
+  sessions.startSweep((err) => logger.error({ err }, 'deleting lapsed console sessions failed'));
+  const oidc = settings.oidc && new OidcSignIn(settings.oidc, sessionsRepo, () => `${baseUrl}/console/auth/callback`);
+  const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus, teams, sessions, oidc,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
     embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages,
   };
@@ -306,6 +317,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();
       usage.stop();
+      sessions.stop();
       idempotency.stopSweep();
       await limits.close();
       await bus.close();

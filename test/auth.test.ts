@@ -23,7 +23,7 @@ describe('users, tokens and admin', () => {
 
     const list = (await (await srv.fetch('/admin/tokens', { token: srv.adminToken })).json()) as { data: Record<string, unknown>[] };
     const listed = list.data.find((t) => t.id === created.id);
-    assert.deepEqual(listed, { id: created.id, user_id: 'alice', name: 'laptop', created_at: created.created_at, limits: {} });
+    assert.deepEqual(listed, { id: created.id, user_id: 'alice', name: 'laptop', created_at: created.created_at, limits: {}, team_id: null });
     assert.ok(!JSON.stringify(list).includes(created.token), 'plain token never listed');
 
     assert.equal((await srv.fetch('/v1/models', { token: created.token })).status, 200);
@@ -76,7 +76,9 @@ describe('users, tokens and admin', () => {
     const routes = Object.entries(doc.paths).flatMap(([path, ops]) => Object.keys(ops).map((method) => ({ method: method.toUpperCase(), path: path.replace(/\{[^}]+\}/g, 'x') })));
     assert.ok(routes.length > 50, `the document lists the routes (${routes.length})`);
     const api = await srv.tokenFor('mallory');
-    const publicPaths = ['/healthz', '/files/x/x'];
+    // The console's sign-in is public; who the console caller is, and its sign-out, need a token or a session.
+    const publicPaths = ['/healthz', '/files/x/x', '/console/auth/options', '/console/auth/login', '/console/auth/callback'];
+    const consolePaths = ['/console/auth/me', '/console/auth/logout'];
     let admin = 0;
     let protectedByToken = 0;
     for (const { method, path } of routes) {
@@ -88,6 +90,8 @@ describe('users, tokens and admin', () => {
       } else if (['/v1/', '/openai/v1/', '/anthropic/v1/', '/api/', '/upload/', '/mcp/'].some((p) => path.startsWith(p)) || path === '/mcp') {
         protectedByToken++;
         assert.equal((await call()).status, 401, `${method} ${path} without a token`);
+      } else if (consolePaths.includes(path)) {
+        assert.equal((await call()).status, 401, `${method} ${path} without a token or session`);
       } else {
         assert.ok(publicPaths.includes(path), `${method} ${path} is public: add it to the public routes or register it in a group`);
       }

@@ -2,13 +2,16 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { newId, newSecret } from '../core/ids.ts';
-import type { TokensRepo, TokenSummary } from '../storage/repos/tokens-repo.ts';
+import { ApiError } from '../core/errors.ts';
+import type { TokenScope, TokensRepo, TokenSummary } from '../storage/repos/tokens-repo.ts';
 
 /** Who a request acts for. The admin token acts as the user `admin` outside /admin. */
 export interface Principal {
   userId: string;
   tokenId: string;
   isAdmin: boolean;
+  /** The team the token works for: its limits and usage count the call. */
+  teamId?: string | null;
 }
 
 export interface CreatedToken extends TokenSummary {
@@ -41,16 +44,30 @@ export class TokenService {
     private readonly adminTokenHash: string,
   ) {}
 
-  /** `limits` is the token's limits as stored (JSON), or null. */
-  async create(userId: string, name?: string, limits: string | null = null): Promise<CreatedToken> {
+  /** `limits` is the token's limits as stored (JSON), or null; a team's member is checked by the caller. */
+  async create(userId: string, name?: string, limits: string | null = null, teamId: string | null = null): Promise<CreatedToken> {
     const token = TOKEN_PREFIX + newSecret();
-    const row = { id: newId('tok'), user_id: userId, name: name ?? null, token_hash: hashToken(token), created_at: Date.now(), limits };
+    const row = { id: newId('tok'), user_id: userId, name: name ?? null, token_hash: hashToken(token), created_at: Date.now(), limits, team_id: teamId };
     await this.repo.insert(row);
-    return { id: row.id, user_id: row.user_id, name: row.name, created_at: row.created_at, limits, token };
+    return { id: row.id, user_id: row.user_id, name: row.name, created_at: row.created_at, limits, team_id: teamId, token };
   }
 
-  list(): Promise<TokenSummary[]> {
-    return this.repo.list();
+  /** Every token, or those of a scope (a team's, a user's own). */
+  list(scope?: TokenScope): Promise<TokenSummary[]> {
+    return this.repo.list(scope);
+  }
+
+  /** A token without its hash, or 404 token_not_found. */
+  async get(id: string): Promise<TokenSummary> {
+    const token = await this.repo.find(id);
+    if (!token) throw new ApiError('token_not_found', `no token ${id}`, 'id');
+    return token;
+  }
+
+  /** Moves a token to a team or out of any; its cached lookups here are dropped. */
+  async setTeam(id: string, teamId: string | null): Promise<void> {
+    await this.repo.setTeam(id, teamId);
+    this.forget(id);
   }
 
   /** Deletes a token and forgets it at once in this process; answers false when unknown. */
@@ -94,7 +111,9 @@ export class TokenService {
     if (hash === this.adminTokenHash) principal = { userId: ADMIN_USER_ID, tokenId: 'admin', isAdmin: true };
     else {
       const row = await this.repo.findByHash(hash);
-      principal = row ? { userId: row.user_id, tokenId: row.id, isAdmin: false } : undefined;
+      // A token out of its team works again once its user is back: not remembered as unknown.
+      if (row && !row.in_team) return undefined;
+      principal = row ? { userId: row.user_id, tokenId: row.id, isAdmin: false, teamId: row.team_id } : undefined;
     }
     if (this.cache.size >= MAX_CACHE_ENTRIES) this.cache.clear();
     this.cache.set(hash, { principal, expiresAt: now + (principal ? POSITIVE_TTL_MS : NEGATIVE_TTL_MS) });

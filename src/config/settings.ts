@@ -226,6 +226,12 @@ export interface Settings {
   mcpServers: McpServer[];
   /** MCP_CALL_TIMEOUT_MS: how long an MCP tools/call waits for its task before answering its current status. */
   mcpCallTimeoutMs: number;
+  /** ADMIN_USERS: user ids that administer everything when signed in to the console. */
+  adminUsers: string[];
+  /** SESSION_TTL_HOURS: how long a console sign-in lasts. */
+  sessionTtlMs: number;
+  /** Console sign-in with OpenID Connect, when OIDC_ISSUER is set. */
+  oidc: OidcSettings | undefined;
 }
 
 /** An upstream MCP server as the gateway connects to it: its headers' values resolved. */
@@ -234,6 +240,20 @@ export interface McpServer {
   url: string;
   headers: Record<string, string>;
   tools: string[] | undefined;
+}
+
+/** The identity provider of the console's sign-in. */
+export interface OidcSettings {
+  /** OIDC_ISSUER: its issuer URL (http only for a local issuer). */
+  issuer: string;
+  clientId: string;
+  clientSecret: string;
+  /** OIDC_SCOPES, space-separated. */
+  scopes: string;
+  /** OIDC_USER_CLAIM: the claim holding the user id. */
+  userClaim: string;
+  /** OIDC_ROLE_CLAIM: a claim (a string or an array) whose value gengate-admin makes an administrator. */
+  roleClaim: string | undefined;
 }
 
 export class SettingsError extends Error {}
@@ -268,6 +288,37 @@ function choiceSetting<T extends string>(env: NodeJS.ProcessEnv, name: string, c
   if (raw === undefined || raw === '') return fallback;
   if (!(choices as readonly string[]).includes(raw)) throw new SettingsError(`${name}: expected one of ${choices.join(', ')}, got "${raw}"`);
   return raw as T;
+}
+
+function oidcSettings(env: NodeJS.ProcessEnv): OidcSettings | undefined {
+  const issuer = env.OIDC_ISSUER;
+  if (!issuer) return undefined;
+  let url: URL;
+  try {
+    url = new URL(issuer);
+  } catch {
+    throw new SettingsError(`OIDC_ISSUER: not a URL, got "${issuer}"`);
+  }
+  const local = ['localhost', '127.0.0.1', '[::1]'].includes(url.hostname);
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && local)) throw new SettingsError(`OIDC_ISSUER: must be https (http only for a local issuer), got "${issuer}"`);
+  if (!env.OIDC_CLIENT_ID) throw new SettingsError('OIDC_CLIENT_ID: required with OIDC_ISSUER');
+  if (!env.OIDC_CLIENT_SECRET) throw new SettingsError('OIDC_CLIENT_SECRET: required with OIDC_ISSUER');
+  return {
+    issuer,
+    clientId: env.OIDC_CLIENT_ID,
+    clientSecret: env.OIDC_CLIENT_SECRET,
+    scopes: env.OIDC_SCOPES || 'openid email profile',
+    userClaim: env.OIDC_USER_CLAIM || 'email',
+    roleClaim: env.OIDC_ROLE_CLAIM || undefined,
+  };
+}
+
+function sessionTtlMs(env: NodeJS.ProcessEnv): number {
+  const raw = env.SESSION_TTL_HOURS;
+  if (raw === undefined || raw === '') return 12 * 3_600_000;
+  const hours = Number(raw);
+  if (!Number.isFinite(hours) || hours <= 0) throw new SettingsError(`SESSION_TTL_HOURS: expected a number of hours > 0, got "${raw}"`);
+  return Math.round(hours * 3_600_000);
 }
 
 function blobStoreSettings(env: NodeJS.ProcessEnv): BlobStoreSettings {
@@ -388,6 +439,9 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     taskEventsHeartbeatMs: intSetting(env, 'TASK_EVENTS_HEARTBEAT_MS', 15_000, 10),
     mcpServers: mcpServersSetting(config.mcp_servers ?? [], env),
     mcpCallTimeoutMs: intSetting(env, 'MCP_CALL_TIMEOUT_MS', 120_000, 1),
+    adminUsers: (env.ADMIN_USERS ?? '').split(',').map((id) => id.trim()).filter((id) => id !== ''),
+    sessionTtlMs: sessionTtlMs(env),
+    oidc: oidcSettings(env),
   };
 }
 

@@ -49,6 +49,12 @@ export const ERROR_CODES = {
   invalid_api_key: 401,
   admin_required: 403,
   tool_not_allowed: 403,
+  // A console role that may not do this (a team's object beyond the caller's role in the team).
+  permission_denied: 403,
+  // A console request that changes something without the session's x-csrf-token.
+  csrf_token_invalid: 403,
+  // An OpenID Connect sign-in that failed its checks (state, nonce, PKCE) or the identity provider's.
+  sign_in_failed: 401,
   route_not_found: 404,
   model_not_found: 404,
   task_not_found: 404,
@@ -66,6 +72,10 @@ export const ERROR_CODES = {
   file_expired: 410,
   batch_not_found: 404,
   tool_not_found: 404,
+  team_not_found: 404,
+  member_not_found: 404,
+  sign_in_not_configured: 404,
+  team_exists: 409,
   task_already_finished: 409,
   task_not_cancellable: 409,
   delivery_not_retryable: 409,

@@ -8,7 +8,11 @@ import { Ajv } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { ApiError } from '../core/errors.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
-import { requireAdminToken, requireApiToken } from './plugins/auth.ts';
+import { requireApiToken } from './plugins/auth.ts';
+import { requireOperator } from './plugins/console-auth.ts';
+import { enforceRouteAccess, trackRoutes } from './route-access.ts';
+import { teamRoutes } from './routes/teams.ts';
+import { consoleSessionRoutes, consoleSignInRoutes } from './routes/console-auth.ts';
 import { registerRequestContext } from './request-context.ts';
 import { registerMetrics } from './plugins/metrics.ts';
 import { registerTracing } from './plugins/tracing.ts';
@@ -105,6 +109,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   });
   // First of all hooks: every later hook, even of a request refused at once, reads its context.
   registerRequestContext(app);
+  trackRoutes(app);
   // Callback-style hooks on every request: no promise per hook on the hot path.
   app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
@@ -149,6 +154,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   // Public: health, the console's pages, served files, the docs and the OpenAPI document.
   await app.register(healthRoutes(services));
   await app.register(consolePageRoutes);
+  await app.register(consoleSignInRoutes(services));
   await app.register(servedFileRoutes(services));
 
   // API tokens on /v1, /openai/v1, /mcp, /api and /upload; admission on /v1 and /openai/v1 (and /anthropic, below).
@@ -210,10 +216,19 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     await anthropic.register(anthropicRoutes(services));
   }, { prefix: ANTHROPIC_PREFIX });
 
-  // The admin token only, on /admin.
+  // The console's own: who the caller is, and its sign-out (a session, the admin token or an API token).
+  await app.register(async (console) => {
+    requireOperator(console, services, { apiTokens: true });
+    enforceRouteAccess(console);
+    await console.register(consoleSessionRoutes(services));
+  });
+
+  // The admin token, or a console session within its roles (route-access.ts), on /admin.
   await app.register(async (admin) => {
-    requireAdminToken(admin, services.tokens);
+    requireOperator(admin, services);
+    enforceRouteAccess(admin);
     registerBodyChecks(admin, { bareWritesTakeObjects: true });
+    await admin.register(teamRoutes(services));
     await admin.register(adminRoutes(services));
     await admin.register(adminCallbackRoutes(services));
     await admin.register(adminConsoleRoutes(services));

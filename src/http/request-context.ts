@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import type { Principal } from '../auth/tokens.ts';
+import type { Actor, Operator } from '../auth/operator.ts';
 import type { Admission } from '../limits/limits-service.ts';
 import type { IdempotentStart } from '../limits/idempotency.ts';
 import type { ChatUsage, ServedRoute } from '../providers/spec.ts';
@@ -21,6 +22,10 @@ export type IdempotencyHold = Extract<IdempotentStart, { kind: 'first' }>;
 export class RequestContext {
   /** The caller, once auth accepted a token. */
   caller: Principal | undefined;
+  /** Who acts on /admin and the console: the admin token, or a signed-in user with its teams and roles. */
+  operator: Operator | undefined;
+  /** The console session's CSRF value, when the call came with a session cookie rather than a bearer. */
+  sessionCsrf: string | undefined;
   /** The call's admission under limits, on every admitted route once admitted. */
   admission: Admission | undefined;
   /** The idempotency key this call holds as the first under it, until its answer is kept or freed. */
@@ -32,6 +37,17 @@ export class RequestContext {
   get principal(): Principal {
     if (!this.caller) throw new Error('no principal: the route is not in an authenticated group');
     return this.caller;
+  }
+
+  /** Who acts on an /admin route, as the audit log names it (`admin` for the admin token). */
+  get actor(): Actor {
+    return this.operatorOrThrow.actor;
+  }
+
+  /** The operator of a route of the admin group. */
+  get operatorOrThrow(): Operator {
+    if (!this.operator) throw new Error('no operator: the route is not in the admin group');
+    return this.operator;
   }
 
   /** Records who served the call and answers the headers that name them (the x-gengate-* headers of the API). */

@@ -5,6 +5,9 @@ import type { RuntimeConfig } from '../config/runtime-config.ts';
 import type { Db } from '../storage/db.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
 import type { TokenService } from '../auth/tokens.ts';
+import type { TeamService } from '../auth/teams.ts';
+import type { ConsoleSessions } from '../auth/console-sessions.ts';
+import type { OidcSignIn } from '../auth/oidc-sign-in.ts';
 import type { Catalog } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
@@ -103,4 +106,10 @@ export interface AppServices {
   modelList: ModelList;
   /** /mcp and /mcp/<server>: sessions, tools and their permissions. */
   mcp: McpService;
+  /** Teams and their members. */
+  teams: TeamService;
+  /** Console sessions (in the store: every instance knows them). */
+  sessions: ConsoleSessions;
+  /** The console's OpenID Connect sign-in, when OIDC_ISSUER is set. */
+  oidc: OidcSignIn | undefined;
 }

@@ -1,14 +1,14 @@
 import type { Logger } from 'pino';
 import { ApiError, UpstreamApiError } from '../core/errors.ts';
 import type { Principal } from '../auth/tokens.ts';
-import type { LimitsRepo } from '../storage/repos/limits-repo.ts';
+import type { LimitsRepo, SubjectKind } from '../storage/repos/limits-repo.ts';
 import type { UsageRepo } from '../storage/repos/usage-repo.ts';
 import type { UsageLedgerRow } from '../storage/schema.ts';
 import type { EventBus } from '../storage/event-bus.ts';
 import type { TaskEnding, EndWork } from '../tasks/task-endings.ts';
 import type { TaskAdmission } from '../tasks/generation-service.ts';
 import type { AdmitOutcome, LimitCounters, RateState, Settlement, SubjectLimits } from './counters.ts';
-import { applyPatch, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
+import { applyPatch, checkWithin, parseLimits, periodOf, type CreditPeriod, type Limits, type LimitsPatch } from './limits.ts';
 import type { ModelPricing } from '../config/settings.ts';
 import { storedEndpoint } from '../endpoints/endpoint-table.ts';
 import type { ChatUsage } from '../providers/spec.ts';
@@ -57,6 +57,7 @@ const RECONCILE_BATCH = 200;
 interface CachedLimits {
   token: Limits | undefined;
   user: Limits | undefined;
+  team: Limits | undefined;
   /** The generation of the limits when they were read. */
   generation: number;
   expiresAt: number;
@@ -80,6 +81,11 @@ function settles(s: SubjectLimits): boolean {
 
 /** The ledger's endpoint of an MCP tools/call. */
 export const MCP_TOOLS_CALL = 'mcp.tools_call';
+
+/** The limits of a call's token, user and team, as last read. */
+type SubjectsLimits = Pick<CachedLimits, 'token' | 'user' | 'team'>;
+
+const SUBJECT_PREFIX: Record<SubjectKind, string> = { token: 'tok', user: 'usr', team: 'team' };
 
 /** Answers of the gateway that turn a call away before anything ran. */
 const REFUSALS = new Set([400, 401, 404, 413]);
@@ -122,6 +128,7 @@ function callRow(call: {
     // '' when the caller is not known (a refused token).
     user_id: call.principal?.userId ?? '',
     token_id: call.principal && !call.principal.isAdmin ? call.principal.tokenId : null,
+    team_id: call.principal?.teamId ?? null,
     endpoint: call.endpoint,
     model: call.model ?? null,
     provider: call.provider ?? null,
@@ -174,6 +181,10 @@ export class Admission implements TaskAdmission {
     return this.principal.isAdmin ? null : this.principal.tokenId;
   }
 
+  get teamId(): string | null {
+    return this.principal.teamId ?? null;
+  }
+
   /** The usage a chat, agent or embeddings call reports (the model's, or the gateway's estimate). */
   recordUsage(usage: ChatUsage): void {
     this.tokens = tokenUsageOf(usage);
@@ -181,15 +192,15 @@ export class Admission implements TaskAdmission {
   }
 
   /** Takes a task slot (429 too_many_tasks when the caller's are all taken) and hands the credits held to the task. */
-  async beginTask(): Promise<{ tokenId: string | null; reservedCredits: number }> {
-    if (this.handedTo !== undefined || this.taskSlot) return { tokenId: this.tokenId, reservedCredits: 0 };
+  async beginTask(): Promise<{ tokenId: string | null; reservedCredits: number; teamId: string | null }> {
+    if (this.handedTo !== undefined || this.taskSlot) return { tokenId: this.tokenId, reservedCredits: 0, teamId: this.teamId };
     if (this.subjects.some((s) => s.concurrent > 0)) {
       if (!(await this.service.counters.beginTask(this.id, this.subjects, this.service.holdMs))) {
         throw new ApiError('too_many_tasks', 'too many tasks running: wait for one to end', null);
       }
     }
     this.taskSlot = true;
-    return { tokenId: this.tokenId, reservedCredits: this.reserved };
+    return { tokenId: this.tokenId, reservedCredits: this.reserved, teamId: this.teamId };
   }
 
   taskSubmitted(taskId: string): void {
@@ -257,9 +268,10 @@ export class LimitsService {
       this.reconcileTimer.unref();
       return;
     }
-    const { tokens, users } = await this.repo.limitedSubjects();
+    const { tokens, users, teams } = await this.repo.limitedSubjects();
     for (const t of tokens) await this.seed('token', t.id, parseLimits(t.limits));
     for (const u of users) await this.seed('user', u.user_id, parseLimits(u.limits));
+    for (const t of teams) await this.seed('team', t.id, parseLimits(t.limits));
   }
 
   async close(): Promise<void> {
@@ -271,14 +283,19 @@ export class LimitsService {
   }
 
   private async limitsOf(principal: Principal): Promise<CachedLimits> {
-    const key = `${principal.tokenId}:${principal.userId}`;
+    const teamId = principal.teamId ?? null;
+    const key = `${principal.tokenId}:${principal.userId}:${teamId ?? ''}`;
     const cached = this.cache.get(key);
     const now = this.now();
     // Taken before the read: limits read while a change lands are of the older generation, and read again.
     const generation = this.generation;
     if (cached && cached.generation === generation && cached.expiresAt > now) return cached;
-    const [token, user] = await Promise.all([principal.isAdmin ? undefined : this.repo.tokenLimits(principal.tokenId), this.repo.userLimits(principal.userId)]);
-    const entry = { token: parseLimits(token?.limits), user: parseLimits(user), generation, expiresAt: now + LIMITS_TTL_MS };
+    const [token, user, team] = await Promise.all([
+      principal.isAdmin ? undefined : this.repo.tokenLimits(principal.tokenId),
+      this.repo.userLimits(principal.userId),
+      teamId === null ? undefined : this.repo.teamLimits(teamId),
+    ]);
+    const entry = { token: parseLimits(token?.limits), user: parseLimits(user), team: parseLimits(team), generation, expiresAt: now + LIMITS_TTL_MS };
     this.cache.set(key, entry);
     return entry;
   }
@@ -290,10 +307,12 @@ export class LimitsService {
     this.cache.clear();
   }
 
-  private subjectsOf(limits: { token: Limits | undefined; user: Limits | undefined }, tokenId: string | null, userId: string, at: number): SubjectLimits[] {
+  /** The subjects whose limits a call counts against: its token, its user and its token's team, in one admission. */
+  private subjectsOf(limits: SubjectsLimits, tokenId: string | null, userId: string, teamId: string | null, at: number): SubjectLimits[] {
     const subjects: SubjectLimits[] = [];
     if (limits.token && tokenId) subjects.push(subjectLimits(`tok:${tokenId}`, limits.token, at));
     if (limits.user) subjects.push(subjectLimits(`usr:${userId}`, limits.user, at));
+    if (limits.team && teamId) subjects.push(subjectLimits(`team:${teamId}`, limits.team, at));
     return subjects;
   }
 
@@ -307,7 +326,7 @@ export class LimitsService {
     const model = info?.alias;
     for (;;) {
       const limits = await this.limitsOf(principal);
-      const subjects = this.subjectsOf(limits, principal.isAdmin ? null : principal.tokenId, principal.userId, now);
+      const subjects = this.subjectsOf(limits, principal.isAdmin ? null : principal.tokenId, principal.userId, principal.teamId ?? null, now);
       const pricing = subjects.length === 0 ? undefined : info?.pricing;
       const credits = subjects.some((s) => s.credits >= 0) && call.body ? estimateOf(pricing, call.body) : 0;
       const tokens = call.countsTokens && call.body && subjects.some((s) => s.tpm > 0) ? estimateInputTokens(call.body) : 0;
@@ -425,8 +444,8 @@ export class LimitsService {
       result.billings = result.billings.map((b, i) => ({ ...b, billing_params: { ...b.billing_params, cost: i === 0 ? cost / 1_000_000 : 0 } }));
     }
     const routing = (result as { routing?: { provider?: string; channel?: string } }).routing;
-    const limits = await this.limitsFor(task.owner_id, task.token_id);
-    const subjects = this.subjectsOf(limits, task.token_id, task.owner_id, task.created_at);
+    const limits = await this.limitsFor(task.owner_id, task.token_id, task.team_id);
+    const subjects = this.subjectsOf(limits, task.token_id, task.owner_id, task.team_id, task.created_at);
     const needsCounters = subjects.some(settles);
     const finished = this.now();
     const row: UsageLedgerRow = {
@@ -451,6 +470,7 @@ export class LimitsService {
       task_id: task.id,
       counters_applied: needsCounters && this.opts.shared ? 0 : 1,
       batch_id: null,
+      team_id: task.team_id,
     };
     if (needsCounters) this.pending.set(task.id, { ledgerId: task.id, reservationId: task.request_id, subjects, cost, tokensDelta: 0, task: true });
     return {
@@ -461,8 +481,8 @@ export class LimitsService {
     };
   };
 
-  private async limitsFor(userId: string, tokenId: string | null): Promise<{ token: Limits | undefined; user: Limits | undefined }> {
-    return this.limitsOf({ userId, tokenId: tokenId ?? 'admin', isAdmin: tokenId === null });
+  private async limitsFor(userId: string, tokenId: string | null, teamId: string | null): Promise<SubjectsLimits> {
+    return this.limitsOf({ userId, tokenId: tokenId ?? 'admin', isAdmin: tokenId === null, teamId });
   }
 
   private async applyCounters(settlement: Settlement): Promise<void> {
@@ -479,8 +499,8 @@ export class LimitsService {
     try {
       const rows = await this.usage.unapplied(this.now() - RECONCILE_AFTER_MS, RECONCILE_BATCH);
       for (const row of rows) {
-        const limits = await this.limitsFor(row.user_id, row.token_id);
-        const subjects = this.subjectsOf(limits, row.token_id, row.user_id, row.created_at);
+        const limits = await this.limitsFor(row.user_id, row.token_id, row.team_id);
+        const subjects = this.subjectsOf(limits, row.token_id, row.user_id, row.team_id, row.created_at);
         // The settle script refuses a ledger id it has seen: a settlement applied before the mark is not applied twice.
         await this.counters.settle({ ledgerId: row.id, reservationId: row.request_id, subjects, cost: row.cost, tokensDelta: 0, task: row.kind === 'task' });
       }
@@ -498,10 +518,11 @@ export class LimitsService {
     return parseLimits(row.limits);
   }
 
-  /** Changes a token's name and limits; answers the limits now. */
-  async updateToken(tokenId: string, change: { name?: string | null; limits?: LimitsPatch | null }): Promise<Limits | undefined> {
+  /** Changes a token's name and limits; answers the limits now. With a `cap` (its team's), limits above it are a 400. */
+  async updateToken(tokenId: string, change: { name?: string | null; limits?: LimitsPatch | null }, cap?: Limits): Promise<Limits | undefined> {
     const current = await this.tokenLimits(tokenId);
     const limits = change.limits === undefined ? current : change.limits === null ? undefined : applyPatch(current, change.limits);
+    if (change.limits) checkWithin(limits, cap);
     await this.repo.setToken(tokenId, { ...(change.name !== undefined ? { name: change.name } : {}), limits: limits ? JSON.stringify(limits) : null });
     if (change.limits !== undefined) this.limitsChangedTo(await this.counters.limitsChanged());
     if (limits) await this.seed('token', tokenId, limits);
@@ -525,14 +546,32 @@ export class LimitsService {
     return limits;
   }
 
+  async teamLimits(teamId: string): Promise<Limits | undefined> {
+    return parseLimits(await this.repo.teamLimits(teamId));
+  }
+
+  /** Sets a team's limits (for all its tokens together); answers them. */
+  async updateTeam(teamId: string, patch: LimitsPatch | null): Promise<Limits | undefined> {
+    const limits = patch === null ? undefined : applyPatch(await this.teamLimits(teamId), patch);
+    await this.repo.setTeamLimits(teamId, limits ? JSON.stringify(limits) : null);
+    this.limitsChangedTo(await this.counters.limitsChanged());
+    if (limits) await this.seed('team', teamId, limits);
+    return limits;
+  }
+
+  /** Seeds a new team's counters (it has spent nothing yet). */
+  async teamCreated(teamId: string, limits: Limits | undefined): Promise<void> {
+    if (limits) await this.seed('team', teamId, limits);
+  }
+
   /** Sets a subject's counters from the store: this period's spending and its running tasks. */
-  private async seed(by: 'token' | 'user', id: string, limits: Limits | undefined): Promise<void> {
+  private async seed(by: SubjectKind, id: string, limits: Limits | undefined): Promise<void> {
     if (!limits) return;
     const period = periodOf((limits.credits_period ?? 'day') as CreditPeriod, this.now());
     // Calls whose rows still wait to be written count too.
     await this.usage.writtenCalls();
     const [spent, live] = await Promise.all([this.repo.spentSince(by, id, period.startDay), this.repo.liveTasks(by, id)]);
-    await this.counters.seed({ subject: `${by === 'token' ? 'tok' : 'usr'}:${id}`, period: period.key, spent, live }, this.holdMs);
+    await this.counters.seed({ subject: `${SUBJECT_PREFIX[by]}:${id}`, period: period.key, spent, live }, this.holdMs);
   }
 }
 

@@ -3,6 +3,7 @@
  * a period. Credits are kept in micro-credits (integers) everywhere inside, so sums are exact.
  */
 import { Type, type Static } from 'typebox';
+import { ApiError } from '../core/errors.ts';
 
 export const CREDIT_PERIODS = ['day', 'month', 'total'] as const;
 export type CreditPeriod = (typeof CREDIT_PERIODS)[number];
@@ -68,4 +69,21 @@ export function periodOf(period: CreditPeriod, at: number): { key: string; start
 /** YYYY-MM-DD (UTC) of a time: the ledger's day. */
 export function dayOf(at: number): string {
   return new Date(at).toISOString().slice(0, 10);
+}
+
+const CAPPED_FIELDS = ['requests_per_minute', 'tokens_per_minute', 'concurrent_tasks', 'credits'] as const;
+
+/**
+ * 400 naming `limits.<field>` when a token's limit is above its team's: a team's admin sets its
+ * tokens' limits within the team's own (an administrator may set any).
+ */
+export function checkWithin(limits: Limits | undefined, team: Limits | undefined): void {
+  if (!limits || !team) return;
+  for (const field of CAPPED_FIELDS) {
+    const cap = team[field];
+    const value = limits[field];
+    if (cap !== undefined && value !== undefined && value > cap) {
+      throw new ApiError('invalid_parameter', `limits.${field} (${value}) is above the team's (${cap})`, `limits.${field}`);
+    }
+  }
 }

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import { ApiError } from '../core/errors.ts';
-import type { Cursor, LedgerFilter, TaskFilter, UsageGroup, UsageRepo, UsageSums } from '../storage/repos/usage-repo.ts';
+import type { Cursor, LedgerFilter, RowScope, TaskFilter, UsageGroup, UsageRepo, UsageSums } from '../storage/repos/usage-repo.ts';
 import type { UsageLedgerRow } from '../storage/schema.ts';
 import { statusRecordOf, type TaskStatusRecord } from '../tasks/task-record.ts';
 import { fromMicro } from './limits.ts';
@@ -49,6 +49,7 @@ function entryOf(row: UsageLedgerRow): LedgerEntry {
     finished_at: new Date(row.finished_at).toISOString(),
     user_id: row.user_id,
     token_id: row.token_id,
+    team_id: row.team_id,
     endpoint: row.endpoint,
     model: row.model,
     provider: row.provider,
@@ -81,18 +82,23 @@ export class UsageLedger {
     return (this.opts.now ?? Date.now)();
   }
 
-  async usage(query: { from?: string; to?: string; group_by?: UsageGroup }, userId?: string): Promise<{ rows: UsageRow[] }> {
+  /** Usage sums of everything, of a user (`userId`), or within a scope (`scope`, a console role's). */
+  async usage(query: { from?: string; to?: string; group_by?: UsageGroup; team_id?: string }, userId?: string, scope?: RowScope): Promise<{ rows: UsageRow[] }> {
     const to = timeParam(query.to, 'to') ?? this.now() + 1;
     const from = timeParam(query.from, 'from') ?? to - DEFAULT_RANGE_MS;
-    const sums = await this.repo.sums({ from, to, groupBy: query.group_by ?? 'day', ...(userId !== undefined ? { userId } : {}) });
+    // A team filter is a scope of that team alone.
+    const within = query.team_id !== undefined && !scope ? { teamIds: [query.team_id] } : scope;
+    const sums = await this.repo.sums({ from, to, groupBy: query.group_by ?? 'day', ...(userId !== undefined ? { userId } : {}), ...(within ? { scope: within } : {}) });
     return { rows: sums.map((s) => ({ ...s, cost: fromMicro(s.cost) })) };
   }
 
-  async requests(filter: { user_id?: string; token_id?: string; model?: string; status?: string; batch_id?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: LedgerEntry[]; next_cursor: string | null }> {
+  async requests(filter: { user_id?: string; token_id?: string; team_id?: string; model?: string; status?: string; batch_id?: string; from?: string; to?: string; limit?: number; cursor?: string }, scope?: RowScope): Promise<{ data: LedgerEntry[]; next_cursor: string | null }> {
     const limit = filter.limit ?? 50;
     const where: LedgerFilter = {
       ...(filter.user_id !== undefined ? { userId: filter.user_id } : {}),
       ...(filter.token_id !== undefined ? { tokenId: filter.token_id } : {}),
+      ...(filter.team_id !== undefined ? { teamId: filter.team_id } : {}),
+      ...(scope ? { scope } : {}),
       ...(filter.model !== undefined ? { model: filter.model } : {}),
       ...(filter.status !== undefined ? { status: filter.status } : {}),
       ...(filter.batch_id !== undefined ? { batchId: filter.batch_id } : {}),
@@ -104,10 +110,12 @@ export class UsageLedger {
     return { data: page.map(entryOf), next_cursor: rows.length > limit && last ? encodeCursor(last.created_at, last.id) : null };
   }
 
-  async tasks(filter: { owner_id?: string; status?: string; model?: string; from?: string; to?: string; limit?: number; cursor?: string }): Promise<{ data: TaskStatusRecord[]; next_cursor: string | null }> {
+  async tasks(filter: { owner_id?: string; team_id?: string; status?: string; model?: string; from?: string; to?: string; limit?: number; cursor?: string }, scope?: RowScope): Promise<{ data: TaskStatusRecord[]; next_cursor: string | null }> {
     const limit = filter.limit ?? 50;
     const where: TaskFilter = {
       ...(filter.owner_id !== undefined ? { ownerId: filter.owner_id } : {}),
+      ...(filter.team_id !== undefined ? { teamId: filter.team_id } : {}),
+      ...(scope ? { scope } : {}),
       ...(filter.status !== undefined ? { status: filter.status } : {}),
       ...(filter.model !== undefined ? { model: filter.model } : {}),
       ...timeRange(filter),

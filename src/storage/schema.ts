@@ -36,6 +36,10 @@ export interface Database {
   batch_lines: BatchLineRow;
   user_mcp_tools: UserMcpToolsRow;
   mcp_sessions: McpSessionRow;
+  teams: TeamRow;
+  team_members: TeamMemberRow;
+  console_sessions: ConsoleSessionRow;
+  oidc_logins: OidcLoginRow;
 }
 
 export interface UserRow {
@@ -54,6 +58,8 @@ export interface ApiTokenRow {
   limits: string | null;
   /** JSON list of the MCP tool patterns the token may use; null (or absent) means `*`. */
   mcp_tools?: string | null;
+  /** The team it works for (its user must be a member), or null. */
+  team_id: string | null;
 }
 
 /** A user's MCP tool patterns, JSON as a token's. */
@@ -73,6 +79,42 @@ export interface McpSessionRow {
   protocol_version: string;
   created_at: number;
   ended_at: number | null;
+}
+
+export interface TeamRow {
+  id: string;
+  name: string;
+  /** JSON of the team's limits, for all its tokens together; null when it has none. */
+  limits: string | null;
+  created_at: number;
+}
+
+export type TeamRole = 'admin' | 'member' | 'viewer';
+
+export interface TeamMemberRow {
+  team_id: string;
+  user_id: string;
+  role: TeamRole;
+  created_at: number;
+}
+
+/** A console session; `id` is the sha256 hex of the cookie's value. */
+export interface ConsoleSessionRow {
+  id: string;
+  user_id: string;
+  /** 1 when the identity provider's role claim made the user an administrator. */
+  claims_admin: number;
+  csrf: string;
+  created_at: number;
+  expires_at: number;
+}
+
+/** An OpenID Connect sign-in under way, keyed by its state. */
+export interface OidcLoginRow {
+  state: string;
+  nonce: string;
+  code_verifier: string;
+  expires_at: number;
 }
 
 /** A user's limits, JSON as a token's. */
@@ -118,6 +160,8 @@ export interface UsageLedgerRow {
   counters_applied: number;
   /** The batch the call ran for (/openai/v1/batches); null outside batches. */
   batch_id: string | null;
+  /** The team the call or task was made for; null without one. */
+  team_id: string | null;
 }
 
 /** The ledger summed per day, user, token, model and provider, kept at settlement. */
@@ -298,6 +342,8 @@ export interface TaskRow {
   reserved_credits: number;
   /** The sequence number of the task's last event (task_events). */
   event_seq: number;
+  /** The team its token worked for: the team's limits and usage count it; null without one. */
+  team_id: string | null;
 }
 
 /** The liveness of one instance of the database queue: it is alive until `alive_until` unless it beats again. */

@@ -14,7 +14,7 @@ import type { TaskStatusRecord } from './task-record.ts';
 /** What a call's admission (limits) does when the call creates its task. */
 export interface TaskAdmission {
   /** Takes one of the caller's task slots (throws 429 too_many_tasks when all are taken); the task carries what it answers. */
-  beginTask(): Promise<{ tokenId: string | null; reservedCredits: number }>;
+  beginTask(): Promise<{ tokenId: string | null; reservedCredits: number; teamId: string | null }>;
   /** The task exists: it settles at its own end, not the call's. */
   taskSubmitted(taskId: string): void;
 }
@@ -117,6 +117,7 @@ export class GenerationService {
       warnings,
       tokenId: admitted?.tokenId ?? null,
       reservedCredits: admitted?.reservedCredits ?? 0,
+      teamId: admitted?.teamId ?? null,
       ...(request.callbackEvents ? { callbackEvents: request.callbackEvents } : {}),
       ...(request.deadlineAt !== undefined ? { deadlineAt: request.deadlineAt } : {}),
     });

@@ -30,6 +30,8 @@ export interface NewTask {
   tokenId?: string | null;
   /** Micro-credits its admission reserved against credit limits. */
   reservedCredits?: number;
+  /** The team its token works for (its limits and usage count the task). */
+  teamId?: string | null;
   /** The statuses its callback announces; absent: every status. */
   callbackEvents?: readonly TaskStatus[];
   /** Epoch ms: still waiting then, it fails without running (x-deadline). */
@@ -169,6 +171,7 @@ export class TaskService {
       token_id: spec.tokenId ?? null,
       reserved_credits: spec.reservedCredits ?? 0,
       event_seq: 1,
+      team_id: spec.teamId ?? null,
     };
     const record = statusRecordOf(row);
     const first: TaskEventRow = { task_id: row.id, seq: 1, kind: 'status', data: JSON.stringify(record), created_at: now };

@@ -122,7 +122,8 @@ function useFollowedTask(id: string, enabled: boolean) {
   return { record, preview, following, error };
 }
 
-export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
+/** `deliveries`: the callback deliveries are shown (administrators only). */
+export function TaskDetail({ id, isAdmin, deliveries = isAdmin }: { id: string; isAdmin: boolean; deliveries?: boolean }) {
   const polled = useTaskRecord(id, isAdmin);
   const followed = useFollowedTask(id, !isAdmin);
   const { record, error } = isAdmin ? polled : followed;
@@ -146,7 +147,7 @@ export function TaskDetail({ id, isAdmin }: { id: string; isAdmin: boolean }) {
           {q.original_error_message && <p className="error">{q.original_error_message}</p>}
           <h3>Outputs</h3>
           <Outputs items={q.output_content ?? []} />
-          {isAdmin && <Deliveries taskId={id} />}
+          {deliveries && <Deliveries taskId={id} />}
           <h3>Record</h3>
           <pre className="record">{JSON.stringify(record, null, 2)}</pre>
         </>

@@ -35,7 +35,7 @@ export function Usage({ isAdmin }: { isAdmin: boolean }) {
   const window = { from: `${range.from}T00:00:00Z`, to: new Date(Date.parse(range.to) + DAY_MS).toISOString() };
   const daily = useGet<{ rows: Row[] }>(`${base}${query({ ...window, group_by: 'day' })}`);
   const grouped = useGet<{ rows: Row[] }>(`${base}${query({ ...window, group_by: groupBy })}`);
-  const groups = isAdmin ? ['model', 'user', 'token', 'provider'] : ['model'];
+  const groups = isAdmin ? ['model', 'user', 'token', 'provider', 'team'] : ['model', 'team'];
   return (
     <section>
       <h2>Usage</h2>

@@ -2,7 +2,8 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ApiError } from '../../core/errors.ts';
 import type { Principal, TokenService } from '../../auth/tokens.ts';
 
-function bearerOf(request: FastifyRequest): string | undefined {
+/** The bearer token of a request's Authorization header. */
+export function bearerOf(request: FastifyRequest): string | undefined {
   const header = request.headers.authorization;
   if (!header) return undefined;
   const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
@@ -53,17 +54,4 @@ export function requireApiToken(group: FastifyInstance, tokens: TokenService, ke
     accept(cached);
     return undefined;
   }, keyHeader);
-}
-
-/** The routes of `group` take the admin token only (/admin); an API token there is a 403. */
-export function requireAdminToken(group: FastifyInstance, tokens: TokenService): void {
-  requireBearer(group, (request, token) => {
-    if (tokens.isAdminToken(token)) {
-      request.ctx.caller = { userId: 'admin', tokenId: 'admin', isAdmin: true };
-      return undefined;
-    }
-    return tokens.authenticate(token).then((principal) => {
-      throw principal ? new ApiError('admin_required', 'this route needs the admin token') : new ApiError('invalid_api_key', 'unknown or revoked token');
-    });
-  });
 }

@@ -1,9 +1,23 @@
 import { Type } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
-import { ApiError } from '../../core/errors.ts';
-import { applyPatch, LimitsPatch, LimitsView, parseLimits } from '../../limits/limits.ts';
+import type { FastifyRequest } from 'fastify';
+import { applyPatch, checkWithin, LimitsPatch, LimitsView, parseLimits } from '../../limits/limits.ts';
 import { McpToolPatterns } from '../../mcp/tool-patterns.ts';
 import type { AppServices } from '../services.ts';
+
+/** Team ids: what a path segment and a ledger key can hold as they are. */
+export const TeamId = Type.String({ minLength: 1, maxLength: 100, pattern: '^[A-Za-z0-9._-]+$' });
+
+/**
+ * Tokens that stopped working (revoked, or their user left their team): forgotten here, and
+ * announced so every other instance forgets its cached lookups too.
+ */
+export async function announceRevoked(services: AppServices, request: FastifyRequest, tokenIds: readonly string[]): Promise<void> {
+  for (const tokenId of tokenIds) {
+    services.tokens.forget(tokenId);
+    await services.bus.publish('token.revoked', { tokenId }).catch((err: unknown) => request.log.warn({ err }, 'announcing a token revocation failed'));
+  }
+}
 
 const TokenSummary = Type.Object({
   id: Type.String(),
@@ -11,6 +25,7 @@ const TokenSummary = Type.Object({
   name: Type.Union([Type.String(), Type.Null()]),
   created_at: Type.Number({ description: 'milliseconds since the epoch' }),
   limits: LimitsView,
+  team_id: Type.Union([Type.String(), Type.Null()], { description: 'the team the token works for' }),
 });
 
 const CallbackConfig = Type.Object({
@@ -36,12 +51,18 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
         name: Type.Optional(Type.String({ maxLength: 200 })),
         limits: Type.Optional(LimitsPatch),
         mcp_tools: Type.Optional(Type.Union([McpToolPatterns, Type.Null()], { description: 'MCP tools the token may list and call (patterns, `*` any run of characters); null or absent: `*`' })),
+        team_id: Type.Optional(TeamId),
       }, { additionalProperties: false }),
       response: { 201: Type.Intersect([TokenSummary, Type.Object({ token: Type.String(), mcp_tools: McpToolPatterns })]) },
     },
   }, async (request, reply) => {
+    const { user_id, team_id } = request.body;
+    const operator = request.ctx.operatorOrThrow;
+    operator.checkNewToken({ user_id, team_id: team_id ?? null });
+    if (team_id !== undefined) await services.teams.checkMember(team_id, user_id);
     const limits = request.body.limits ? applyPatch(undefined, request.body.limits) : undefined;
-    const created = await services.tokens.create(request.body.user_id, request.body.name, limits ? JSON.stringify(limits) : null);
+    if (team_id !== undefined && !operator.isAdmin) checkWithin(limits, await services.limits.teamLimits(team_id));
+    const created = await services.tokens.create(user_id, request.body.name, limits ? JSON.stringify(limits) : null, team_id ?? null);
     await services.limits.tokenCreated(created.id, limits);
     const mcpTools = request.body.mcp_tools ?? null;
     if (mcpTools) await services.mcp.setTokenTools(created.id, mcpTools);
@@ -49,15 +70,26 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   });
 
   app.get('/admin/tokens', {
-    schema: { tags: ['admin'], summary: 'List API tokens (never the plain values)', security, response: { 200: Type.Object({ data: Type.Array(TokenSummary) }) } },
-  }, async () => ({ data: (await services.tokens.list()).map((t) => ({ ...t, limits: parseLimits(t.limits) ?? {} })) }));
+    schema: {
+      tags: ['admin'],
+      summary: 'List API tokens (never the plain values): all, or those the console role sees',
+      security,
+      querystring: Type.Object({ team_id: Type.Optional(TeamId) }),
+      response: { 200: Type.Object({ data: Type.Array(TokenSummary) }) },
+    },
+  }, async (request) => {
+    const { team_id } = request.query;
+    const tokens = await services.tokens.list(request.ctx.operatorOrThrow.readScope(['admin'], team_id));
+    return { data: tokens.filter((t) => team_id === undefined || t.team_id === team_id).map((t) => ({ ...t, limits: parseLimits(t.limits) ?? {} })) };
+  });
 
   app.delete('/admin/tokens/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },
   }, async (request, reply) => {
-    if (!(await services.tokens.delete(request.params.id))) throw new ApiError('token_not_found', `no token ${request.params.id}`, 'id');
+    request.ctx.operatorOrThrow.checkToken(await services.tokens.get(request.params.id));
+    await services.tokens.delete(request.params.id);
     // The token is gone from the store; other instances would otherwise trust their cache a while longer.
-    await services.bus.publish('token.revoked', { tokenId: request.params.id }).catch((err: unknown) => request.log.warn({ err }, 'announcing a token revocation failed'));
+    await announceRevoked(services, request, [request.params.id]);
     return reply.code(204).send();
   });
 

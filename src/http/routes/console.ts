@@ -76,13 +76,18 @@ export const adminConsoleRoutes = (services: AppServices): FastifyPluginAsyncTyp
 
   app.get('/admin/overview', {
     schema: { tags: ['admin'], summary: 'Calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
-  }, async () => overview.overview(undefined));
+  }, async (request) => {
+    // Administrators see everyone's; a console user its own.
+    const operator = request.ctx.operatorOrThrow;
+    return overview.overview(operator.isAdmin ? undefined : operator.userId);
+  });
 
   app.get('/admin/tasks/:taskId', {
     schema: { tags: ['admin'], summary: "Any user's task status record; 404 task_not_found", security, params: Type.Object({ taskId: Type.String({ minLength: 1, maxLength: 200 }) }) },
   }, async (request) => {
     const row = await services.tasks.load(request.params.taskId);
-    if (!row) throw new ApiError('task_not_found', `no task ${request.params.taskId}`, 'taskId');
+    // A task the console role does not see is as unknown as one that does not exist.
+    if (!row || !request.ctx.operatorOrThrow.sees({ user_id: row.owner_id, team_id: row.team_id }, ['admin'])) throw new ApiError('task_not_found', `no task ${request.params.taskId}`, 'taskId');
     return services.tasks.record(row.owner_id, row.id);
   });
 };

@@ -3,6 +3,7 @@ import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { LimitsPatch, LimitsView } from '../../limits/limits.ts';
 import { McpToolPatterns } from '../../mcp/tool-patterns.ts';
 import type { AppServices } from '../services.ts';
+import { announceRevoked, TeamId } from './admin.ts';
 
 const security = [{ bearer: [] }];
 const time = (description: string) => Type.Optional(Type.String({ description: `ISO-8601 time: ${description}` }));
@@ -42,7 +43,7 @@ export const usageRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       tags: ['usage'],
       summary: 'Your usage between two times, grouped by day or model',
       security,
-      querystring: Type.Object({ from: time('default 30 days before to'), to: time('default now'), group_by: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('model')])) }),
+      querystring: Type.Object({ from: time('default 30 days before to'), to: time('default now'), group_by: Type.Optional(Type.Union([Type.Literal('day'), Type.Literal('model'), Type.Literal('team')])) }),
       response: { 200: UsageAnswer },
     },
   }, async (request) => services.usage.usage(request.query, request.ctx.principal.userId));
@@ -59,6 +60,7 @@ const LedgerEntry = Type.Object({
   finished_at: Type.String(),
   user_id: Type.String({ description: '"" for a call refused before its caller was known (an unknown token)' }),
   token_id: Type.Union([Type.String(), Type.Null()]),
+  team_id: Type.Union([Type.String(), Type.Null()], { description: 'the team of the call\'s token; null without one' }),
   endpoint: Type.String(),
   model: Type.Union([Type.String(), Type.Null()], { description: 'a catalog alias or workflow name; null when the call named none' }),
   provider: Type.Union([Type.String(), Type.Null()]),
@@ -84,11 +86,16 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       querystring: Type.Object({
         from: time('default 30 days before to'),
         to: time('default now'),
-        group_by: Type.Optional(Type.Union(['day', 'model', 'user', 'token', 'provider'].map((g) => Type.Literal(g)))),
+        group_by: Type.Optional(Type.Union(['day', 'model', 'user', 'token', 'provider', 'team'].map((g) => Type.Literal(g)))),
+        team_id: Type.Optional(TeamId),
       }),
       response: { 200: UsageAnswer },
     },
-  }, async (request) => services.usage.usage(request.query as { from?: string; to?: string; group_by?: 'day' | 'model' | 'user' | 'token' | 'provider' }));
+  }, async (request) => {
+    const query = request.query as { from?: string; to?: string; group_by?: 'day' | 'model' | 'user' | 'token' | 'provider' | 'team'; team_id?: string };
+    // A team's admins and viewers see its usage; members their own.
+    return services.usage.usage(query, undefined, request.ctx.operatorOrThrow.readScope(['admin', 'viewer'], query.team_id));
+  });
 
   app.get('/admin/requests', {
     schema: {
@@ -98,6 +105,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       querystring: Type.Object({
         user_id: Type.Optional(Type.String()),
         token_id: Type.Optional(Type.String()),
+        team_id: Type.Optional(TeamId),
         model: Type.Optional(Type.String()),
         status: Type.Optional(Type.String()),
         batch_id: Type.Optional(Type.String({ description: 'rows of the lines of one batch' })),
@@ -107,13 +115,19 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       }),
       response: { 200: Type.Object({ data: Type.Array(LedgerEntry), next_cursor: Type.Union([Type.String(), Type.Null()]) }) },
     },
-  }, async (request) => services.usage.requests(request.query));
+  }, async (request) => services.usage.requests(request.query, request.ctx.operatorOrThrow.readScope(['admin'], request.query.team_id)));
 
   app.get('/admin/tasks', {
-    schema: { tags: ['admin'], summary: 'Every user\'s tasks, newest first', security, querystring: Type.Object({ ...TaskListQuery, user_id: Type.Optional(Type.String()) }), response: { 200: TaskPage } },
+    schema: {
+      tags: ['admin'],
+      summary: 'Every user\'s tasks (or those the console role sees), newest first',
+      security,
+      querystring: Type.Object({ ...TaskListQuery, user_id: Type.Optional(Type.String()), team_id: Type.Optional(TeamId) }),
+      response: { 200: TaskPage },
+    },
   }, async (request) => {
     const { user_id, ...rest } = request.query;
-    return services.usage.tasks({ ...rest, ...(user_id !== undefined ? { owner_id: user_id } : {}) });
+    return services.usage.tasks({ ...rest, ...(user_id !== undefined ? { owner_id: user_id } : {}) }, request.ctx.operatorOrThrow.readScope(['admin'], rest.team_id));
   });
 
   app.patch('/admin/tokens/:id', {
@@ -126,14 +140,29 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
         name: Type.Optional(Type.Union([Type.String({ maxLength: 200 }), Type.Null()])),
         limits: Type.Optional(Type.Union([LimitsPatch, Type.Null()])),
         mcp_tools: Type.Optional(Type.Union([McpToolPatterns, Type.Null()])),
+        team_id: Type.Optional(Type.Union([TeamId, Type.Null()], { description: 'the team the token works for; null: none' })),
       }, { additionalProperties: false }),
-      response: { 200: Type.Object({ id: Type.String(), limits: LimitsView, mcp_tools: McpToolPatterns }) },
+      response: { 200: Type.Object({ id: Type.String(), limits: LimitsView, mcp_tools: McpToolPatterns, team_id: Type.Union([Type.String(), Type.Null()]) }) },
     },
   }, async (request) => {
-    const { mcp_tools: mcpTools, ...change } = request.body;
+    const operator = request.ctx.operatorOrThrow;
+    const token = await services.tokens.get(request.params.id);
+    operator.checkToken(token);
+    const { team_id, mcp_tools: mcpTools, ...change } = request.body;
+    const teamId = team_id === undefined ? token.team_id : team_id;
+    if (team_id !== undefined && team_id !== token.team_id) {
+      operator.checkNewToken({ user_id: token.user_id, team_id });
+      if (team_id !== null) await services.teams.checkMember(team_id, token.user_id);
+    }
     if (mcpTools !== undefined) await services.mcp.setTokenTools(request.params.id, mcpTools);
-    const limits = await services.limits.updateToken(request.params.id, change);
-    return { id: request.params.id, limits: limits ?? {}, mcp_tools: [...(await services.mcp.tokenTools(request.params.id))] };
+    // A team's admin keeps its tokens' limits within the team's own; administrators set any.
+    const cap = teamId !== null && !operator.isAdmin ? await services.limits.teamLimits(teamId) : undefined;
+    const limits = await services.limits.updateToken(request.params.id, change, cap);
+    if (team_id !== undefined && team_id !== token.team_id) {
+      await services.tokens.setTeam(request.params.id, team_id);
+      await announceRevoked(services, request, [request.params.id]);
+    }
+    return { id: request.params.id, limits: limits ?? {}, mcp_tools: [...(await services.mcp.tokenTools(request.params.id))], team_id: teamId };
   });
 
   app.put('/admin/users/:id/mcp-tools', {

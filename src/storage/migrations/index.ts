@@ -23,6 +23,8 @@ import * as cachedTokens from './0036-cached-tokens.ts';
 import * as batches from './0032-batches.ts';
 import * as ledgerBatchId from './0033-ledger-batch-id.ts';
 import * as mcp from './0035-mcp.ts';
+import * as teams from './0037-teams.ts';
+import * as consoleSessions from './0038-console-sessions.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -50,4 +52,6 @@ export const migrations: Record<string, Migration> = {
   '0032_batches': batches,
   '0033_ledger_batch_id': ledgerBatchId,
   '0035_mcp': mcp,
+  '0037_teams': teams,
+  '0038_console_sessions': consoleSessions,
 };

@@ -4,7 +4,15 @@ import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
 import type { Database, TaskRow, UsageDailyRow, UsageLedgerRow } from '../schema.ts';
 
-export type UsageGroup = 'day' | 'model' | 'user' | 'token' | 'provider';
+export type UsageGroup = 'day' | 'model' | 'user' | 'token' | 'provider' | 'team';
+
+/** Rows a non-administrator reads: of the given teams, or the user's own (auth/operator.ts ReadScope). */
+export interface RowScope {
+  teamIds: readonly string[];
+  userId?: string;
+  /** Of these, only the rows of this team. */
+  teamId?: string;
+}
 
 /** One group of usage: sums in micro-credits. */
 export interface UsageSums {
@@ -30,24 +38,30 @@ export interface UsageQuery {
   to: number;
   groupBy: UsageGroup;
   userId?: string;
+  /** Only rows within this scope (read from the rows: the daily aggregate has no team). */
+  scope?: RowScope;
 }
 
 export interface LedgerFilter {
   userId?: string;
   tokenId?: string;
+  teamId?: string;
   model?: string;
   status?: string;
   batchId?: string;
   from?: number;
   to?: number;
+  scope?: RowScope;
 }
 
 export interface TaskFilter {
   ownerId?: string;
+  teamId?: string;
   status?: string;
   model?: string;
   from?: number;
   to?: number;
+  scope?: RowScope;
 }
 
 /** A place in a newest-first listing: the last row's time and id. */
@@ -64,7 +78,7 @@ const RETENTION_BATCH = 5000;
 /** Ledger rows per insert statement: well under SQLite's and PostgreSQL's limits on bound values. */
 const ROWS_PER_INSERT = 500;
 
-const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider' } as const;
+const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider', team: 'team_id' } as const;
 
 function dayOf(at: number): string {
   return new Date(at).toISOString().slice(0, 10);
@@ -211,7 +225,8 @@ export class UsageRepo {
     const firstWhole = Math.ceil(query.from / DAY_MS) * DAY_MS;
     const lastWhole = Math.floor(query.to / DAY_MS) * DAY_MS;
     const parts: Promise<UsageSums[]>[] = [];
-    if (firstWhole >= lastWhole) parts.push(this.rawSums(query, query.from, query.to));
+    // Teams are on the rows only.
+    if (firstWhole >= lastWhole || query.groupBy === 'team' || query.scope) parts.push(this.rawSums(query, query.from, query.to));
     else {
       parts.push(this.dailySums(query, dayOf(firstWhole), dayOf(lastWhole)));
       if (query.from < firstWhole) parts.push(this.rawSums(query, query.from, firstWhole));
@@ -229,7 +244,7 @@ export class UsageRepo {
   }
 
   private async dailySums(query: UsageQuery, fromDay: string, toDay: string): Promise<UsageSums[]> {
-    const column = GROUP_COLUMNS[query.groupBy];
+    const column = GROUP_COLUMNS[query.groupBy as Exclude<UsageGroup, 'team'>];
     let q = this.db.kysely
       .selectFrom('usage_daily')
       .select((eb) => [
@@ -244,8 +259,10 @@ export class UsageRepo {
   }
 
   private async rawSums(query: UsageQuery, from: number, to: number): Promise<UsageSums[]> {
-    // A raw range lies within one UTC day, so grouping by day is that day.
-    const key = query.groupBy === 'day' ? sql<string>`${dayOf(from)}` : sql<string>`coalesce(${sql.ref(GROUP_COLUMNS[query.groupBy])}, '')`;
+    // A raw range within one UTC day groups by that day; a longer one (of a team, a scope) by each row's.
+    const key = query.groupBy !== 'day'
+      ? sql<string>`coalesce(${sql.ref(GROUP_COLUMNS[query.groupBy])}, '')`
+      : dayOf(from) === dayOf(to - 1) ? sql<string>`${dayOf(from)}` : this.rowDay();
     const isError = (eb: ExpressionBuilder<Database, 'usage_ledger'>) => eb.case().when('status', 'in', ERROR_STATUSES).then(1).else(0).end();
     let q = this.db.kysely
       .selectFrom('usage_ledger')
@@ -260,7 +277,15 @@ export class UsageRepo {
       .where('created_at', '<', to)
       .groupBy('key');
     if (query.userId !== undefined) q = q.where('user_id', '=', query.userId);
+    if (query.scope) q = q.where(inScope(query.scope));
     return (await q.execute()).map(numericSums);
+  }
+
+  /** The UTC day (YYYY-MM-DD) of a row's created_at, in SQL. */
+  private rowDay() {
+    return this.db.dialect === 'postgres'
+      ? sql<string>`to_char(to_timestamp(created_at / 1000.0) at time zone 'UTC', 'YYYY-MM-DD')`
+      : sql<string>`strftime('%Y-%m-%d', created_at / 1000, 'unixepoch')`;
   }
 
   /** Ledger rows, newest first, after the cursor. */
@@ -269,6 +294,8 @@ export class UsageRepo {
     let q = this.db.kysely.selectFrom('usage_ledger').selectAll();
     if (filter.userId !== undefined) q = q.where('user_id', '=', filter.userId);
     if (filter.tokenId !== undefined) q = q.where('token_id', '=', filter.tokenId);
+    if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
+    if (filter.scope) q = q.where(inScope(filter.scope));
     if (filter.model !== undefined) q = q.where('model', '=', filter.model);
     if (filter.status !== undefined) q = q.where('status', '=', filter.status);
     if (filter.batchId !== undefined) q = q.where('batch_id', '=', filter.batchId);
@@ -281,6 +308,8 @@ export class UsageRepo {
     await this.writtenCalls();
     let q = this.db.kysely.selectFrom('tasks').selectAll();
     if (filter.ownerId !== undefined) q = q.where('owner_id', '=', filter.ownerId);
+    if (filter.teamId !== undefined) q = q.where('team_id', '=', filter.teamId);
+    if (filter.scope) q = q.where(inScope(filter.scope, 'owner_id'));
     if (filter.status !== undefined) q = q.where('status', '=', filter.status);
     if (filter.model !== undefined) q = q.where('model', '=', filter.model);
     q = newestFirst(q, filter.from, filter.to, after);
@@ -300,6 +329,13 @@ export class UsageRepo {
       await new Promise((resolve) => setImmediate(resolve));
     }
   }
+}
+
+/** Rows of the scope's teams, or its user's own. */
+function inScope(scope: RowScope, userColumn: 'user_id' | 'owner_id' = 'user_id') {
+  const teamIds = [...scope.teamIds];
+  const within = sql<boolean>`(${teamIds.length > 0 ? sql`team_id in (${sql.join(teamIds)})` : sql`false`} or ${scope.userId !== undefined ? sql`${sql.ref(userColumn)} = ${scope.userId}` : sql`false`})`;
+  return scope.teamId === undefined ? within : sql<boolean>`(${within} and team_id = ${scope.teamId})`;
 }
 
 function numericSums(row: Record<string, unknown>): UsageSums {
