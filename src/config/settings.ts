@@ -105,6 +105,23 @@ export const RoutingSettings = Type.Object({
 }, { additionalProperties: false });
 export type RoutingSettings = Static<typeof RoutingSettings>;
 
+/** An MCP server's header value: `env:VAR` reads the variable, anything else is the value itself (a secret). */
+export const McpHeaderValue = Type.String({ minLength: 1, maxLength: 8192 });
+
+/** One upstream MCP server (Streamable HTTP) whose tools the gateway lists and forwards. */
+export const McpServerSettings = Type.Object({
+  /** Names the server in tool names (`<name>__<tool>`) and in /mcp/<name>; `gengate` is the gateway's own. */
+  name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_-]+$' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
+  headers: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9!#$%&\'*+.^_`|~-]+$' }), McpHeaderValue)),
+  /** The only tools of the server listed and callable (default all). */
+  tools: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }))),
+}, { additionalProperties: false });
+export type McpServerSettings = Static<typeof McpServerSettings>;
+
+/** The name of the gateway's own tools on /mcp; no upstream server may take it. */
+export const RESERVED_MCP_SERVER_NAME = 'gengate';
+
 /** The JSON document in GENGATE_CONFIG. */
 export const GengateConfig = Type.Object({
   providers: Type.Optional(Type.Record(Type.String(), ProviderSettings)),
@@ -127,6 +144,8 @@ export const GengateConfig = Type.Object({
     approval_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
     max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   }, { additionalProperties: false })),
+  /** Upstream MCP servers; also managed through /admin/mcp-servers. */
+  mcp_servers: Type.Optional(Type.Array(McpServerSettings)),
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
 
@@ -199,6 +218,14 @@ export interface Settings {
   filesRedirectTtlSeconds: number;
   /** USAGE_RETENTION_DAYS: usage ledger rows older than this are deleted (daily sums stay); 0 keeps them. */
   usageRetentionDays: number;
+  /** GENGATE_SECRET_KEY: the AES-256 key stored secrets (API keys, MCP header values) are encrypted under. */
+  secretKey: Buffer | undefined;
+  /** GENGATE_SECRET_KEY_PREVIOUS: an older key secrets stored before a rotation are still read with. */
+  secretKeyPrevious: Buffer | undefined;
+  /** AUDIT_RETENTION_DAYS: audit log rows older than this are deleted; 0 keeps them. */
+  auditRetentionDays: number;
+  /** CONFIG_CHECK_INTERVAL_MS: how often an instance compares its runtime settings' version with the store's. */
+  configCheckIntervalMs: number;
 }
 
 export class SettingsError extends Error {}
@@ -250,6 +277,25 @@ function roleSetting(env: NodeJS.ProcessEnv): Role {
   return role;
 }
 
+/** A 32-byte key given as base64; SettingsError naming the variable otherwise. */
+function secretKeySetting(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const key = Buffer.from(raw.trim(), 'base64');
+  if (key.length !== 32 || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(raw.trim())) throw new SettingsError(`${name}: expected 32 bytes in base64 (e.g. \`openssl rand -base64 32\`), got ${key.length} bytes`);
+  return key;
+}
+
+/** MCP server names are unique and never `gengate`. */
+function checkMcpServers(config: GengateConfig): void {
+  const seen = new Set<string>();
+  for (const [i, server] of (config.mcp_servers ?? []).entries()) {
+    if (server.name === RESERVED_MCP_SERVER_NAME) throw new SettingsError(`GENGATE_CONFIG.mcp_servers[${i}].name: "${RESERVED_MCP_SERVER_NAME}" is reserved for the gateway's own tools`);
+    if (seen.has(server.name)) throw new SettingsError(`GENGATE_CONFIG.mcp_servers[${i}].name: "${server.name}" names two servers`);
+    seen.add(server.name);
+  }
+}
+
 function allowedHostsSetting(env: NodeJS.ProcessEnv): AllowedHosts {
   try {
     return AllowedHosts.parse(env.FETCH_ALLOW_HOSTS);
@@ -283,6 +329,7 @@ function parseConfig(raw: string | undefined): GengateConfig {
       .map((e) => `GENGATE_CONFIG${e.instancePath.replaceAll('/', '.')}: ${e.message === 'schema is false' ? 'unknown key' : e.message}`);
     throw new SettingsError([...new Set(lines)].join('\n'));
   }
+  checkMcpServers(data as GengateConfig);
   return data as GengateConfig;
 }
 
@@ -338,6 +385,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     filesDelivery,
     filesRedirectTtlSeconds: intSetting(env, 'FILES_REDIRECT_TTL_SECONDS', 900, 1),
     usageRetentionDays: intSetting(env, 'USAGE_RETENTION_DAYS', 90),
+    secretKey: secretKeySetting(env, 'GENGATE_SECRET_KEY'),
+    secretKeyPrevious: secretKeySetting(env, 'GENGATE_SECRET_KEY_PREVIOUS'),
+    auditRetentionDays: intSetting(env, 'AUDIT_RETENTION_DAYS', 365),
+    configCheckIntervalMs: intSetting(env, 'CONFIG_CHECK_INTERVAL_MS', 1000, 50),
   };
 }
 

@@ -43,6 +43,8 @@ export const ERROR_CODES = {
   url_not_allowed: 400,
   callback_url_not_set: 400,
   invalid_idempotency_key: 400,
+  // A secret (an API key, an MCP header value) cannot be stored without GENGATE_SECRET_KEY.
+  secret_key_not_configured: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   admin_required: 403,
@@ -60,6 +62,8 @@ export const ERROR_CODES = {
   delivery_not_found: 404,
   previous_response_not_found: 404,
   channel_not_found: 404,
+  provider_not_found: 404,
+  mcp_server_not_found: 404,
   task_already_finished: 409,
   task_not_cancellable: 409,
   delivery_not_retryable: 409,

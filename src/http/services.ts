@@ -5,7 +5,7 @@ import type { RuntimeConfig } from '../config/runtime-config.ts';
 import type { Db } from '../storage/db.ts';
 import type { BlobStore } from '../storage/blobs/blob-store.ts';
 import type { TokenService } from '../auth/tokens.ts';
-import type { Catalog } from '../catalog/catalog.ts';
+import type { CatalogView } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../storage/event-bus.ts';
@@ -31,6 +31,9 @@ import type { TranscriptionService } from '../audio/transcription-service.ts';
 import type { SpeechAudioService } from '../audio/speech-audio.ts';
 import type { OpenAiResponsesService } from '../openai/responses-service.ts';
 import type { ChannelRouter } from '../routing/router.ts';
+import type { LiveConfig } from '../runtime-settings/live-config.ts';
+import type { RuntimeSettingsService } from '../runtime-settings/runtime-settings-service.ts';
+import type { AuditLog } from '../runtime-settings/audit-log.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -42,7 +45,8 @@ export interface AppServices {
   blobs: BlobStore;
   tokens: TokenService;
   runtimeConfig: RuntimeConfig;
-  catalog: Catalog;
+  /** The current settings' catalog (admin changes apply without a restart). */
+  catalog: CatalogView;
   files: FileService;
   assets: AssetService;
   /** Task events between the parts of this process (and every instance, with Redis). */
@@ -85,4 +89,10 @@ export interface AppServices {
   openaiResponses: OpenAiResponsesService;
   /** Channels of the providers: their health, and the administrator's disable and enable. */
   routing: ChannelRouter;
+  /** The runtime settings in force (a snapshot swapped whole on each change) and the MCP servers they name. */
+  live: LiveConfig;
+  /** Providers, channels, models and MCP servers set through the admin API. */
+  runtimeSettings: RuntimeSettingsService;
+  /** One row per change made through /admin. */
+  audit: AuditLog;
 }

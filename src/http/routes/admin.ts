@@ -41,6 +41,8 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     const limits = request.body.limits ? applyPatch(undefined, request.body.limits) : undefined;
     const created = await services.tokens.create(request.body.user_id, request.body.name, limits ? JSON.stringify(limits) : null);
     await services.limits.tokenCreated(created.id, limits);
+    const { token: _plain, ...summary } = created;
+    request.ctx.audit.push({ action: 'token.create', target: `token:${created.id}`, before: null, after: { ...summary, limits: limits ?? {} } });
     return reply.code(201).send({ ...created, limits: limits ?? {} });
   });
 
@@ -51,9 +53,11 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.delete('/admin/tokens/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },
   }, async (request, reply) => {
+    const before = (await services.tokens.list()).find((t) => t.id === request.params.id);
     if (!(await services.tokens.delete(request.params.id))) throw new ApiError('token_not_found', `no token ${request.params.id}`, 'id');
     // The token is gone from the store; other instances would otherwise trust their cache a while longer.
     await services.bus.publish('token.revoked', { tokenId: request.params.id }).catch((err: unknown) => request.log.warn({ err }, 'announcing a token revocation failed'));
+    request.ctx.audit.push({ action: 'token.revoke', target: `token:${request.params.id}`, before: before ? { ...before, limits: parseLimits(before.limits) ?? {} } : null, after: null });
     return reply.code(204).send();
   });
 
@@ -74,5 +78,10 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       }, { additionalProperties: false }),
       response: { 200: CallbackConfig },
     },
-  }, async (request) => services.runtimeConfig.updateCallback(request.body));
+  }, async (request) => {
+    const before = await services.runtimeConfig.callback();
+    const after = await services.runtimeConfig.updateCallback(request.body);
+    request.ctx.audit.push({ action: 'callback.update', target: 'config:callback', before, after });
+    return after;
+  });
 };

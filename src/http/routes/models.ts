@@ -18,23 +18,37 @@ type ListedModel = PlatformModelItem & { billing_mode?: ReturnType<typeof billin
 /** GET /v1/models and /v1/models/list. */
 export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
   const { catalog, generations } = services;
-  // The catalog is fixed once loaded, so its part of each answer is built once; workflows
-  // (engine models) change with their folder and are added on each request.
+  // A snapshot of the runtime settings is fixed, so its part of each answer is built once per
+  // snapshot; workflows (engine models) change with their folder and are added on each request.
   const created = Math.floor(Date.now() / 1000);
-  const compatItems = catalog.list().map((m) => toCompatItem(m, created));
-  const compatBody = JSON.stringify({ data: compatItems, success: true });
-  const listItems = new Map<string, ListedModel[]>();
-  const listBodies = new Map<string, string>();
   const ofType = (type: string) => (model: LiveModel) => type === 'all' || (model.modelTypes as string[]).includes(type);
   const platformItem = (model: LiveModel): ListedModel => {
-    const pricing = services.settings.config.models?.[model.alias]?.pricing;
+    const pricing = services.live.current().config.models?.[model.alias]?.pricing;
     return pricing ? { ...toPlatformItem(model), billing_mode: billingModeOf(pricing) } : toPlatformItem(model);
+  };
+  interface Answers {
+    compatItems: ReturnType<typeof toCompatItem>[];
+    compatBody: string;
+    listItems: Map<string, ListedModel[]>;
+    listBodies: Map<string, string>;
+  }
+  const bySnapshot = new WeakMap<object, Answers>();
+  const answers = (): Answers => {
+    const snapshot = services.live.current();
+    let found = bySnapshot.get(snapshot);
+    if (!found) {
+      const compatItems = snapshot.catalog.list().map((m) => toCompatItem(m, created));
+      found = { compatItems, compatBody: JSON.stringify({ data: compatItems, success: true }), listItems: new Map(), listBodies: new Map() };
+      bySnapshot.set(snapshot, found);
+    }
+    return found;
   };
 
   app.get('/v1/models', {
     schema: { tags: ['models'], summary: 'Models in the compatibility shape', security },
   }, async (_request, reply) => {
     const served = generations.engineModels();
+    const { compatBody, compatItems } = answers();
     const body = served.length === 0 ? compatBody : JSON.stringify({ data: [...compatItems, ...served.map((m) => toCompatItem(m, created))], success: true });
     return reply.type('application/json; charset=utf-8').send(body);
   });
@@ -51,6 +65,7 @@ export const modelRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     if (type !== 'all' && !listingTypes.has(type)) {
       throw new ApiError('invalid_parameter', `type must be all or a capability type (${LISTING_TYPES.join(', ')})`, 'type');
     }
+    const { listItems, listBodies } = answers();
     let items = listItems.get(type);
     if (!items) {
       items = catalog.list(type).map(platformItem);

@@ -121,7 +121,9 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       response: { 200: Type.Object({ id: Type.String(), limits: LimitsView }) },
     },
   }, async (request) => {
+    const before = await services.limits.tokenLimits(request.params.id);
     const limits = await services.limits.updateToken(request.params.id, request.body);
+    request.ctx.audit.push({ action: 'token.update', target: `token:${request.params.id}`, before: { limits: before ?? {} }, after: { ...(request.body.name !== undefined ? { name: request.body.name } : {}), limits: limits ?? {} } });
     return { id: request.params.id, limits: limits ?? {} };
   });
 
@@ -138,5 +140,10 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       body: LimitsPatch,
       response: { 200: Type.Object({ user_id: Type.String(), limits: LimitsView }) },
     },
-  }, async (request) => ({ user_id: request.params.id, limits: (await services.limits.updateUser(request.params.id, request.body)) ?? {} }));
+  }, async (request) => {
+    const before = (await services.limits.userLimits(request.params.id)) ?? {};
+    const limits = (await services.limits.updateUser(request.params.id, request.body)) ?? {};
+    request.ctx.audit.push({ action: 'limits.update', target: `user:${request.params.id}`, before, after: limits });
+    return { user_id: request.params.id, limits };
+  });
 };

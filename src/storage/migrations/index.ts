@@ -18,6 +18,8 @@ import * as taskTraceContext from './0025-task-trace-context.ts';
 import * as taskCallbackEvents from './0026-task-callback-events.ts';
 import * as taskDeadline from './0027-task-deadline.ts';
 import * as taskModelQueue from './0028-task-model-queue.ts';
+import * as configRecords from './0029-config-records.ts';
+import * as auditLog from './0030-audit-log.ts';
 
 /** Every migration, keyed by a sortable name; the same set runs on SQLite and PostgreSQL. */
 export const migrations: Record<string, Migration> = {
@@ -40,4 +42,6 @@ export const migrations: Record<string, Migration> = {
   '0026_task_callback_events': taskCallbackEvents,
   '0027_task_deadline': taskDeadline,
   '0028_task_model_queue': taskModelQueue,
+  '0029_config_records': configRecords,
+  '0030_audit_log': auditLog,
 };
