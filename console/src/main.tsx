@@ -10,6 +10,10 @@ import { Models } from './pages/models.tsx';
 import { Usage } from './pages/usage.tsx';
 import { Playground } from './pages/playground.tsx';
 import { Settings } from './pages/settings.tsx';
+import { Providers } from './pages/providers.tsx';
+import { ModelSettings } from './pages/model-settings.tsx';
+import { McpServers } from './pages/mcp-servers.tsx';
+import { Audit } from './pages/audit.tsx';
 import './style.css';
 
 export type Role = 'admin' | 'user';
@@ -22,6 +26,10 @@ const PAGES: { path: string; label: string; adminOnly?: boolean }[] = [
   { path: 'models', label: 'Models & channels' },
   { path: 'usage', label: 'Usage' },
   { path: 'playground', label: 'Playground' },
+  { path: 'providers', label: 'Providers', adminOnly: true },
+  { path: 'model-settings', label: 'Model settings', adminOnly: true },
+  { path: 'mcp-servers', label: 'MCP servers', adminOnly: true },
+  { path: 'audit', label: 'Audit log', adminOnly: true },
   { path: 'settings', label: 'Settings', adminOnly: true },
 ];
 
@@ -70,6 +78,10 @@ function App() {
     case 'usage': content = <Usage isAdmin={isAdmin} />; break;
     case 'playground': content = <Playground />; break;
     case 'settings': content = <Settings />; break;
+    case 'providers': content = <Providers />; break;
+    case 'model-settings': content = <ModelSettings />; break;
+    case 'mcp-servers': content = <McpServers />; break;
+    case 'audit': content = <Audit />; break;
     default: content = <Overview isAdmin={isAdmin} />;
   }
   return (
