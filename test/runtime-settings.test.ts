@@ -255,6 +255,15 @@ describe('runtime settings through the admin API', () => {
     const sent = a.requests.at(-1)!.body;
     assert.equal(sent.max_tokens ?? sent.max_completion_tokens, 1, JSON.stringify(sent));
   });
+
+  it('removes audit rows only once they are older than AUDIT_RETENTION_DAYS (365 by default)', async () => {
+    const audit = server.server.services.audit;
+    const count = (await admin(server, 'GET', '/admin/audit?limit=500')).body.data.length;
+    assert.ok(count > 0);
+    assert.equal(await audit.sweep(Date.now() + 364 * 24 * 60 * 60 * 1000), 0);
+    assert.equal(await audit.sweep(Date.now() + 366 * 24 * 60 * 60 * 1000), count);
+    assert.deepEqual((await admin(server, 'GET', '/admin/audit')).body, { data: [], next_cursor: null });
+  });
 });
 
 describe('secrets at rest', () => {
