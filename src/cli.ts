@@ -7,6 +7,9 @@ import { openDb } from './storage/db.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
 import { TokenService, adminTokenFile, resolveAdminToken, rotateAdminToken } from './auth/tokens.ts';
 import { applyPatch, CREDIT_PERIODS, type LimitsPatch } from './limits/limits.ts';
+import { SecretBox } from './config/secret-box.ts';
+import { ConfigRecordsRepo } from './storage/repos/config-records-repo.ts';
+import { rotateSecrets } from './runtime-settings/rotate-secrets.ts';
 
 const USAGE = `usage:
   gengate serve [--role all|api|worker]         serve the API (settings from the environment; --role overrides ROLE)
@@ -14,7 +17,9 @@ const USAGE = `usage:
       [--rpm N] [--tpm N] [--concurrent N]      with limits: requests and tokens per minute, tasks at once
       [--credits N] [--credits-period day|month|total]   credits the period may spend (default day)
   gengate admin-token rotate                    replace the admin token kept in DATA_DIR (printed once)
-  gengate catalog validate FILE                 check a model catalog file`;
+  gengate catalog validate FILE                 check a model catalog file
+  gengate secrets rotate                        re-encrypt every stored secret under GENGATE_SECRET_KEY
+                                                (older ones read with GENGATE_SECRET_KEY_PREVIOUS)`;
 
 const out = (line: string) => process.stdout.write(line + '\n');
 const err = (line: string) => process.stderr.write(line + '\n');
@@ -132,6 +137,25 @@ function rotateAdminTokenCommand(): number {
   return 0;
 }
 
+/**
+ * Re-encrypts the secrets stored through the admin API under GENGATE_SECRET_KEY, reading older
+ * ones with GENGATE_SECRET_KEY_PREVIOUS; safe while instances run (the secrets' values do not
+ * change). Exits 1 naming the secrets neither key reads.
+ */
+async function rotateSecretsCommand(): Promise<number> {
+  const settings = loadSettings();
+  const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema });
+  try {
+    const { rotated, unreadable } = await rotateSecrets(new ConfigRecordsRepo(db), new SecretBox(settings.secretKey, settings.secretKeyPrevious));
+    out(`secrets rotate: ${rotated} secret(s) re-encrypted under GENGATE_SECRET_KEY`);
+    if (unreadable.length === 0) return 0;
+    err(`secrets rotate: neither GENGATE_SECRET_KEY nor GENGATE_SECRET_KEY_PREVIOUS reads: ${unreadable.join(', ')}`);
+    return 1;
+  } finally {
+    await db.close();
+  }
+}
+
 async function main(argv: string[]): Promise<number | undefined> {
   const [command, sub, ...rest] = argv;
   if (command === 'serve' || command === undefined) {
@@ -141,6 +165,7 @@ async function main(argv: string[]): Promise<number | undefined> {
   if (command === 'token' && sub === 'create') return createToken(rest);
   if (command === 'admin-token' && sub === 'rotate' && rest.length === 0) return rotateAdminTokenCommand();
   if (command === 'catalog' && sub === 'validate' && rest.length === 1) return runCatalogValidate(rest[0], out);
+  if (command === 'secrets' && sub === 'rotate' && rest.length === 0) return rotateSecretsCommand();
   err(USAGE);
   return 2;
 }

@@ -1,8 +1,10 @@
 import pino, { type Logger } from 'pino';
 import type { FastifyInstance } from 'fastify';
-import { checkProviderCodes, type Settings } from './config/settings.ts';
+import type { Settings } from './config/settings.ts';
 import { RuntimeConfig } from './config/runtime-config.ts';
-import { loadCatalog } from './catalog/catalog.ts';
+import { BUILTIN_CATALOG_PATH, readCatalogDocument } from './catalog/catalog.ts';
+import { SecretBox } from './config/secret-box.ts';
+import { emptyStoredConfig, mergeConfig } from './config/stored-config.ts';
 import { openDb } from './storage/db.ts';
 import { openBlobStore } from './storage/blobs/open-blob-store.ts';
 import { TokensRepo } from './storage/repos/tokens-repo.ts';
@@ -34,7 +36,7 @@ import { VideoService } from './video/service.ts';
 import { AudioService } from './audio/service.ts';
 import { DigitalHumanGenerations } from './digital-human/digital-human-generations.ts';
 import { Mesh3dService } from './mesh3d/service.ts';
-import { createChatModelRegistry, createEngineRegistry, createSyncModelRegistries, SELF_SERVING_ADAPTERS, type EngineRegistry } from './providers/registry.ts';
+import type { EngineRegistry } from './providers/registry.ts';
 import { ConversationsRepo } from './storage/repos/conversations-repo.ts';
 import { ChatService } from './chat/chat-service.ts';
 import { AnthropicMessagesService } from './anthropic/messages-service.ts';
@@ -62,7 +64,6 @@ import { TranscriptionService } from './audio/transcription-service.ts';
 import { SpeechAudioService } from './audio/speech-audio.ts';
 import { OpenAiResponsesService } from './openai/responses-service.ts';
 import { OpenAiResponsesRepo } from './storage/repos/openai-responses-repo.ts';
-import { channelSpecs, checkRoutingConfig, routingPolicy } from './config/channel-config.ts';
 import { ChannelRouter } from './routing/router.ts';
 import { TaskRouting } from './routing/task-routing.ts';
 import { RoutedChatModels } from './routing/routed-chat.ts';
@@ -78,12 +79,18 @@ import { ModelList } from './limits/model-list.ts';
 import { McpRepo } from './storage/repos/mcp-repo.ts';
 import { McpService } from './mcp/mcp-service.ts';
 import { GatewayTools } from './mcp/gateway-tools.ts';
-import { checkServerUrls, ConfiguredMcpServers, UpstreamServers } from './mcp/upstream-servers.ts';
+import { checkServerUrls, UpstreamServers } from './mcp/upstream-servers.ts';
 import { TeamsRepo } from './storage/repos/teams-repo.ts';
 import { SessionsRepo } from './storage/repos/sessions-repo.ts';
 import { TeamService } from './auth/teams.ts';
 import { ConsoleSessions } from './auth/console-sessions.ts';
 import { OidcSignIn } from './auth/oidc-sign-in.ts';
+import { buildSnapshot, type SnapshotBase } from './runtime-settings/config-snapshot.ts';
+import { LiveConfig } from './runtime-settings/live-config.ts';
+import { loadInitialSnapshot, RuntimeSettingsService } from './runtime-settings/runtime-settings-service.ts';
+import { AuditLog } from './runtime-settings/audit-log.ts';
+import { ConfigRecordsRepo } from './storage/repos/config-records-repo.ts';
+import { AuditRepo } from './storage/repos/audit-repo.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
@@ -108,14 +115,23 @@ export interface ServerParts {
 
 /** Boots everything from settings: catalog, store, services, HTTP server, workers, background sweepers. */
 export async function startServer(settings: Settings, logger: Logger = pino({ level: settings.logLevel }), parts: ServerParts = {}): Promise<RunningServer> {
-  // The catalog is checked first so a bad file stops the start before anything is touched.
-  const catalog = loadCatalog({ path: settings.catalogPath, config: settings.config });
-  checkProviderCodes(settings.config, [...catalog.providers.map((p) => p.code), ...catalog.models.map((m) => m.providerCode)], SELF_SERVING_ADAPTERS);
-  checkRoutingConfig(settings.config, (alias) => catalog.find(alias)?.providerCode);
+  // The catalog and GENGATE_CONFIG are checked first so a bad file stops the start before anything is touched.
+  const catalogSource = settings.catalogPath ?? BUILTIN_CATALOG_PATH;
+  const snapshotBase: SnapshotBase = { document: readCatalogDocument(catalogSource), catalogSource, settings, logger, ...(parts.engines ? { engines: parts.engines } : {}) };
+  buildSnapshot(snapshotBase, mergeConfig(settings.config, emptyStoredConfig(), () => ''), 0);
   // Before the app is built: its tracing hooks are added only while tracing is on.
   const tracing = await startTracing(process.env, logger.child({ component: 'telemetry' }));
   const blobs = await openBlobStore(settings.blobStore, settings.dataDir);
   const db = await openDb({ databaseUrl: settings.databaseUrl, dataDir: settings.dataDir, pgSchema: settings.databaseSchema, exclusive: true, logger: logger.child({ component: 'db' }) });
+  // The settings stored through the admin API over GENGATE_CONFIG: what every call reads from now on.
+  const secrets = new SecretBox(settings.secretKey, settings.secretKeyPrevious);
+  const configRecords = new ConfigRecordsRepo(db);
+  const live = new LiveConfig(await loadInitialSnapshot(configRecords, snapshotBase, settings.config, secrets).catch(async (err: unknown) => {
+    await db.close();
+    throw err;
+  }));
+  const catalog = live.catalog;
+  const audit = new AuditLog(new AuditRepo(db), { retentionDays: settings.auditRetentionDays, logger: logger.child({ component: 'audit' }) });
   const admin = resolveAdminToken(settings.dataDir, settings.adminToken);
   const tokens = new TokenService(new TokensRepo(db), admin.hash);
   const runtimeConfig = new RuntimeConfig(new SettingsRepo(db), settings.config.callback);
@@ -149,7 +165,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   tasks.onEnd(() => true, new TaskOutputStore({ files, assets }).onEnd);
   const taskEvents = new TaskEventStreams(tasks, bus, { heartbeatMs: settings.taskEventsHeartbeatMs, logger: logger.child({ component: 'task-events' }) });
   const outputRetention = new OutputRetention({ files, assets, logger });
-  const engines = parts.engines ?? createEngineRegistry(settings, logger.child({ component: 'providers' }));
+  const engines = live.engines;
   const findModel = (name: string) => catalog.find(name) ?? engines.findModel?.(name);
   // Limits and the ledger: every task settles in the transaction that ends it. Shared counters with Redis.
   const limitsLogger = logger.child({ component: 'limits' });
@@ -161,7 +177,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     shared: settings.redisUrl !== undefined,
     modelInfo: (name) => {
       const model = findModel(name);
-      return model && { alias: model.alias, provider: model.providerCode, pricing: settings.config.models?.[model.alias]?.pricing };
+      return model && { alias: model.alias, provider: model.providerCode, pricing: live.current().config.models?.[model.alias]?.pricing };
     },
     // A slot or hold nobody settles (its holder died mid-call) lapses after the longest a call waits.
     holdMs: Math.max(settings.syncTimeoutMs * 2, 24 * 60 * 60 * 1000),
@@ -177,10 +193,10 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   tasks.onEnd(DIGITAL_HUMAN_CREATE, recordCreatedResource(digitalHumans));
   const generations = new GenerationService({ catalog, engines, tasks, urls, syncTimeoutMs: settings.syncTimeoutMs });
   const routing = new ChannelRouter({
-    specs: channelSpecs(settings.config),
-    policy: routingPolicy(settings.config.routing),
+    specs: [...live.current().specs],
+    policy: live.current().policy,
     findModel,
-    fallbacks: (alias) => settings.config.models?.[alias]?.fallbacks ?? [],
+    fallbacks: (alias) => live.current().config.models?.[alias]?.fallbacks ?? [],
     modelsOf: (provider) => catalog.models.filter((m) => m.providerCode === provider).map((m) => m.alias),
     bus,
     repo: new ChannelsRepo(db),
@@ -189,12 +205,18 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     logger: logger.child({ component: 'routing' }),
   });
   await routing.start();
+  live.onChange((snapshot) => routing.reconfigure(snapshot.specs, snapshot.policy));
+  const runtimeSettings = new RuntimeSettingsService({
+    repo: configRecords, live, base: snapshotBase, file: settings.config, secrets, bus, instanceId: settings.instanceId, checkIntervalMs: settings.configCheckIntervalMs, logger: logger.child({ component: 'runtime-settings' }),
+  });
+  runtimeSettings.start();
+  audit.startRetention();
   const images = new ImageService(generations);
   const video = new VideoService(generations);
   const audio = new AudioService(generations);
   const digitalHumanGenerations = new DigitalHumanGenerations({ generations, resources: digitalHumans });
   const mesh3d = new Mesh3dService({ db, generations, tasks, files, assets });
-  const chatModels = createChatModelRegistry(settings, logger.child({ component: 'providers' }));
+  const chatModels = live.chatModels;
   const conversations = new ConversationsRepo(db);
   const chat = new ChatService({
     models: new RoutedChatModels(routing, chatModels),
@@ -211,9 +233,9 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const wsTickets = new WsTicketService(new WsTicketsRepo(db), { logger: realtimeLogger });
 
   const callbacks = new CallbackDispatcher(new CallbacksRepo(db), bus, runtimeConfig, { logger: logger.child({ component: 'callbacks' }), historyMs: settings.callbackHistoryMs });
-  const modelList = new ModelList({ catalog, generations, pricingOf: (alias) => settings.config.models?.[alias]?.pricing });
+  const modelList = new ModelList({ catalog, generations, pricingOf: (alias) => live.current().config.models?.[alias]?.pricing, snapshot: () => live.current() });
   const mcpLogger = logger.child({ component: 'mcp' });
-  const upstreamMcp = new UpstreamServers(new ConfiguredMcpServers(settings.mcpServers), { fetch: fetcher.fetch, timeoutMs: settings.mcpCallTimeoutMs, logger: mcpLogger });
+  const upstreamMcp = new UpstreamServers({ list: () => live.mcpServers(), find: (name: string) => live.mcpServers().find((s) => s.name === name) }, { fetch: fetcher.fetch, timeoutMs: settings.mcpCallTimeoutMs, logger: mcpLogger });
   const gatewayTools = new GatewayTools({
     images, video, audio, digitalHumans: digitalHumanGenerations, mesh3d, tasks, bus, limits, modelList,
     models: () => [...catalog.list(), ...generations.engineModels()],
@@ -221,7 +243,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   });
   const mcp = new McpService({ gateway: gatewayTools, upstream: upstreamMcp, repo: new McpRepo(db), limits, urls, logger: mcpLogger });
   const agents = await createAgentServices({ db, bus, tasks, modalities: { images, video, audio, mesh3d }, chat, conversations, settings, mcp, logger: logger.child({ component: 'agent' }) });
-  const syncModels = createSyncModelRegistries(settings, logger.child({ component: 'providers' }));
+  const syncModels = live.syncModels;
   const resolveModel = generations.resolveModel.bind(generations);
   const embeddings = new EmbeddingService({ models: syncModels.embeddings, resolveModel });
   const rerank = new RerankService({ models: syncModels.rerankers, resolveModel });
@@ -242,7 +264,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const oidc = settings.oidc && new OidcSignIn(settings.oidc, sessionsRepo, () => `${baseUrl}/console/auth/callback`);
   const services: AppServices = { modelList, mcp, limits, idempotency, usage, redis: redisBus, teams, sessions, oidc,
     settings, logger, metrics, db, blobs, tokens, runtimeConfig, catalog, files, assets, bus, tasks, taskEvents, generations, images, video, audio, digitalHumanGenerations, mesh3d, wsTickets, callbacks, digitalHumans, chat, agents, routing,
-    embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages,
+    embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages, live, runtimeSettings, audit,
   };
   const app = await buildApp(services);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
@@ -313,6 +335,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await queue.stop();
       runner.close();
       routing.close();
+      runtimeSettings.close();
+      audit.stop();
       await fetcher.close();
       // Before the database closes: the sends in flight get their outcome recorded.
       await callbacks.stop();

@@ -8,7 +8,7 @@ export const session = {
 };
 
 export class ApiFailure extends Error {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(readonly status: number, readonly code: string, message: string, readonly param: string | null = null) {
     super(message);
   }
 }
@@ -34,7 +34,7 @@ export async function api<T = any>(path: string, init: { method?: string; json?:
   const body = await res.json().catch(() => ({}));
   if (!res.ok) {
     const error = body?.error ?? {};
-    throw new ApiFailure(res.status, String(error.code ?? res.status), String(error.message ?? res.statusText));
+    throw new ApiFailure(res.status, String(error.code ?? res.status), String(error.message ?? res.statusText), typeof error.param === 'string' ? error.param : null);
   }
   return body as T;
 }

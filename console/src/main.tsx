@@ -13,6 +13,10 @@ import { Usage } from './pages/usage.tsx';
 import { Playground } from './pages/playground.tsx';
 import { Settings } from './pages/settings.tsx';
 import { NewTeam, TeamPage } from './pages/teams.tsx';
+import { Providers } from './pages/providers.tsx';
+import { ModelSettings } from './pages/model-settings.tsx';
+import { McpServers } from './pages/mcp-servers.tsx';
+import { Audit } from './pages/audit.tsx';
 import './style.css';
 
 /** Who may open a page: administrators, API tokens (their own data), and console users by team role. */
@@ -31,6 +35,10 @@ const PAGES: { path: string; label: string; access: PageAccess; bearerOnly?: boo
   { path: 'models', label: 'Models & channels', access: { admin: true, apiToken: true, teamRoles: [] }, bearerOnly: true },
   { path: 'usage', label: 'Usage', access: { ...ALL, teamRoles: ['admin', 'member', 'viewer'] } },
   { path: 'playground', label: 'Playground', access: { admin: true, apiToken: true, teamRoles: [] }, bearerOnly: true },
+  { path: 'providers', label: 'Providers', access: ADMIN_ONLY },
+  { path: 'model-settings', label: 'Model settings', access: ADMIN_ONLY },
+  { path: 'mcp-servers', label: 'MCP servers', access: ADMIN_ONLY },
+  { path: 'audit', label: 'Audit log', access: ADMIN_ONLY },
   { path: 'settings', label: 'Settings', access: ADMIN_ONLY },
 ];
 
@@ -111,6 +119,10 @@ function App() {
     case 'usage': content = <Usage isAdmin={isAdmin} />; break;
     case 'playground': content = <Playground />; break;
     case 'settings': content = <Settings />; break;
+    case 'providers': content = <Providers />; break;
+    case 'model-settings': content = <ModelSettings />; break;
+    case 'mcp-servers': content = <McpServers />; break;
+    case 'audit': content = <Audit />; break;
     case 'overview': content = <Overview isAdmin={isAdmin} />; break;
     default: content = <p>Nothing to show for your roles.</p>;
   }

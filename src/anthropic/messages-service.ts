@@ -4,7 +4,7 @@
  * and its answer comes back as it came (named by the alias); any other upstream gets its chat
  * translation and its answer is put in Anthropic's shape.
  */
-import type { Catalog, LiveModel } from '../catalog/catalog.ts';
+import type { CatalogView, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { CHAT_CAPABILITIES, type ChatService } from '../chat/chat-service.ts';
 import { anthropicErrorType, ApiError } from '../core/errors.ts';
@@ -44,7 +44,7 @@ export interface ModelInfo {
 
 export interface MessagesServiceDeps {
   chat: ChatService;
-  catalog: Catalog;
+  catalog: CatalogView;
   /** The catalog model a request may use, or the contract's 404/400. */
   resolveModel(alias: string, capabilities: readonly CapabilityName[]): LiveModel;
 }

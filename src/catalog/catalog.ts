@@ -130,8 +130,18 @@ function liveState(
   return { enabled: true };
 }
 
+/** What callers read of a catalog; the live one (runtime-settings/live-config.ts) reads the current settings' catalog. */
+export interface CatalogView {
+  readonly providers: CatalogProvider[];
+  readonly models: LiveModel[];
+  find(alias: string): LiveModel | undefined;
+  list(type?: string): LiveModel[];
+  defaultModel(type: CapabilityName): LiveModel | undefined;
+  provider(code: string): CatalogProvider | undefined;
+}
+
 /** The loaded catalog: providers and live models, looked up by alias or capability type. */
-export class Catalog {
+export class Catalog implements CatalogView {
   readonly providers: CatalogProvider[];
   readonly models: LiveModel[];
   readonly #byAlias: Map<string, LiveModel>;
@@ -179,21 +189,45 @@ export class Catalog {
  */
 export function loadCatalog(opts: { path?: string; config: GengateConfig }): Catalog {
   const source = opts.path ?? BUILTIN_CATALOG_PATH;
+  return buildCatalog(readCatalogDocument(source), opts.config, source);
+}
+
+/** Reads and validates a catalog file (the built-in one when undefined); throws CatalogError. */
+export function readCatalogDocument(source: string = BUILTIN_CATALOG_PATH): CatalogDocument {
   const data = readCatalogFile(source);
   const lines = validateCatalog(data);
   if (lines.length > 0) throw new CatalogError(lines, source);
+  return data as CatalogDocument;
+}
 
-  const { document, lines: overrideLines, overriddenIndexes } = applyModelOverrides(
-    data as CatalogDocument,
-    opts.config.models,
-  );
+/** What the admin API adds to a catalog: models of its own and display names. */
+export interface CatalogAdditions {
+  models?: readonly unknown[];
+  displayNames?: ReadonlyMap<string, string>;
+}
+
+/**
+ * A catalog from a validated document, the config's model overrides and the admin API's
+ * additions; throws CatalogError with every problem found.
+ */
+export function buildCatalog(base: CatalogDocument, config: GengateConfig, source: string, additions: CatalogAdditions = {}): Catalog {
+  const withAdditions: CatalogDocument = additions.models?.length || additions.displayNames?.size
+    ? {
+      ...base,
+      baseModels: [...base.baseModels, ...(additions.models ?? []) as BaseModel[]].map((m) => {
+        const displayName = additions.displayNames?.get(m.alias);
+        return displayName === undefined ? m : { ...m, displayName };
+      }),
+    }
+    : base;
+  const { document, lines: overrideLines, overriddenIndexes } = applyModelOverrides(withAdditions, config.models);
   // Overrides may break a rule the file kept; say which override did it.
   const mergedLines = validateCatalog(document).map((line) => {
     const index = /^\$\.baseModels\[(\d+)\]/.exec(line)?.[1];
     const alias = index === undefined ? undefined : overriddenIndexes.get(Number(index));
     return alias === undefined ? line : `${line} (after the override in ${configPath(alias)})`;
   });
-  const allLines = [...overrideLines, ...mergedLines, ...checkDefaultModels(document, opts.config.default_models)];
+  const allLines = [...overrideLines, ...mergedLines, ...checkDefaultModels(document, config.default_models)];
   if (allLines.length > 0) throw new CatalogError(allLines, source);
-  return new Catalog(document, opts.config);
+  return new Catalog(document, config);
 }

@@ -14,6 +14,8 @@ export interface ChannelSpec {
   models: ReadonlySet<string> | undefined;
   /** The provider's settings with the channel's own over them: what its adapter is built from. */
   settings: ProviderSettings;
+  /** The channel's API key: stored through the admin API, else read from its api_key_env; never logged. */
+  apiKey: string | undefined;
 }
 
 /** The routing settings with their defaults filled in. */
@@ -38,32 +40,39 @@ export function routingPolicy(settings: RoutingSettings | undefined): RoutingPol
   };
 }
 
-/** Every channel of every configured provider, in configuration order. */
-export function channelSpecs(config: GengateConfig): ChannelSpec[] {
+/** The API key of a channel: the stored one, else the value of its api_key_env. */
+export function channelKey(settings: ProviderSettings, stored: string | undefined, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  return stored ?? (settings.api_key_env ? env[settings.api_key_env] || undefined : undefined);
+}
+
+/** Every channel of every configured provider, in configuration order; `keys` holds stored API keys by `<provider>/<name>`. */
+export function channelSpecs(config: GengateConfig, keys: ReadonlyMap<string, string> = new Map()): ChannelSpec[] {
   const specs: ChannelSpec[] = [];
   for (const [provider, settings] of Object.entries(config.providers ?? {})) {
     const { channels, ...own } = settings;
     if (!channels) {
-      specs.push({ provider, name: provider, weight: 1, priority: 0, models: undefined, settings: own });
+      specs.push({ provider, name: provider, weight: 1, priority: 0, models: undefined, settings: own, apiKey: channelKey(own, keys.get(`${provider}/${provider}`)) });
       continue;
     }
     const names = new Set<string>();
     for (const [i, channel] of channels.entries()) {
       if (names.has(channel.name)) throw new SettingsError(`GENGATE_CONFIG.providers.${provider}.channels[${i}].name: "${channel.name}" names two channels of ${provider}`);
       names.add(channel.name);
+      const channelSettings: ProviderSettings = {
+        ...own,
+        ...(channel.base_url !== undefined ? { base_url: channel.base_url } : {}),
+        ...(channel.api_key_env !== undefined ? { api_key_env: channel.api_key_env } : {}),
+        ...(channel.concurrency !== undefined ? { concurrency: channel.concurrency } : {}),
+        ...(channel.options !== undefined ? { options: { ...own.options, ...channel.options } } : {}),
+      };
       specs.push({
         provider,
         name: channel.name,
         weight: channel.weight ?? 1,
         priority: channel.priority ?? 0,
         models: channel.models ? new Set(channel.models) : undefined,
-        settings: {
-          ...own,
-          ...(channel.base_url !== undefined ? { base_url: channel.base_url } : {}),
-          ...(channel.api_key_env !== undefined ? { api_key_env: channel.api_key_env } : {}),
-          ...(channel.concurrency !== undefined ? { concurrency: channel.concurrency } : {}),
-          ...(channel.options !== undefined ? { options: { ...own.options, ...channel.options } } : {}),
-        },
+        settings: channelSettings,
+        apiKey: channelKey(channelSettings, keys.get(`${provider}/${channel.name}`)),
       });
     }
   }

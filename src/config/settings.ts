@@ -107,15 +107,17 @@ export const RoutingSettings = Type.Object({
 }, { additionalProperties: false });
 export type RoutingSettings = Static<typeof RoutingSettings>;
 
-/** An upstream MCP server (Streamable HTTP) whose tools /mcp and the agent offer. */
+/** An MCP server's header value: `env:VAR` reads the variable, anything else is the value itself (a secret). */
+export const McpHeaderValue = Type.String({ minLength: 1, maxLength: 8192 });
+
+/** One upstream MCP server (Streamable HTTP) whose tools the gateway lists and forwards. */
 export const McpServerSettings = Type.Object({
-  /** Lower-case letters, digits, `_` and `-`; `gengate` names the gateway's own tools. */
-  name: Type.String({ pattern: '^[a-z0-9_-]+$', maxLength: 64 }),
-  url: Type.String({ minLength: 1 }),
-  /** Header values sent upstream: `env:VAR` reads the variable (unset stops the start), anything else is sent as written. */
-  headers: Type.Optional(Type.Record(Type.String({ minLength: 1 }), Type.String())),
-  /** The only tools of the server listed and callable; absent, all of them. */
-  tools: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+  /** Names the server in tool names (`<name>__<tool>`) and in /mcp/<name>; `gengate` is the gateway's own. */
+  name: Type.String({ minLength: 1, maxLength: 64, pattern: '^[a-z0-9_-]+$' }),
+  url: Type.String({ minLength: 1, maxLength: 2048, pattern: '^https?://' }),
+  headers: Type.Optional(Type.Record(Type.String({ minLength: 1, maxLength: 200, pattern: '^[A-Za-z0-9!#$%&\'*+.^_`|~-]+$' }), McpHeaderValue)),
+  /** The only tools of the server listed and callable (default all). */
+  tools: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 200 }))),
 }, { additionalProperties: false });
 export type McpServerSettings = Static<typeof McpServerSettings>;
 
@@ -141,6 +143,7 @@ export const GengateConfig = Type.Object({
     approval_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
     max_steps: Type.Optional(Type.Integer({ minimum: 1, maximum: 64 })),
   }, { additionalProperties: false })),
+  /** Upstream MCP servers; also managed through /admin/mcp-servers. */
   mcp_servers: Type.Optional(Type.Array(McpServerSettings)),
 }, { additionalProperties: false });
 export type GengateConfig = Static<typeof GengateConfig>;
@@ -232,6 +235,14 @@ export interface Settings {
   sessionTtlMs: number;
   /** Console sign-in with OpenID Connect, when OIDC_ISSUER is set. */
   oidc: OidcSettings | undefined;
+  /** GENGATE_SECRET_KEY: the AES-256 key stored secrets (API keys, MCP header values) are encrypted under. */
+  secretKey: Buffer | undefined;
+  /** GENGATE_SECRET_KEY_PREVIOUS: an older key secrets stored before a rotation are still read with. */
+  secretKeyPrevious: Buffer | undefined;
+  /** AUDIT_RETENTION_DAYS: audit log rows older than this are deleted; 0 keeps them. */
+  auditRetentionDays: number;
+  /** CONFIG_CHECK_INTERVAL_MS: how often an instance compares its runtime settings' version with the store's. */
+  configCheckIntervalMs: number;
 }
 
 /** An upstream MCP server as the gateway connects to it: its headers' values resolved. */
@@ -345,6 +356,15 @@ function roleSetting(env: NodeJS.ProcessEnv): Role {
   return role;
 }
 
+/** A 32-byte key given as base64; SettingsError naming the variable otherwise. */
+function secretKeySetting(env: NodeJS.ProcessEnv, name: string): Buffer | undefined {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return undefined;
+  const key = Buffer.from(raw.trim(), 'base64');
+  if (key.length !== 32 || !/^[A-Za-z0-9+/_-]+={0,2}$/.test(raw.trim())) throw new SettingsError(`${name}: expected 32 bytes in base64 (e.g. \`openssl rand -base64 32\`), got ${key.length} bytes`);
+  return key;
+}
+
 function allowedHostsSetting(env: NodeJS.ProcessEnv): AllowedHosts {
   try {
     return AllowedHosts.parse(env.FETCH_ALLOW_HOSTS);
@@ -442,6 +462,10 @@ export function loadSettings(env: NodeJS.ProcessEnv = process.env): Settings {
     adminUsers: (env.ADMIN_USERS ?? '').split(',').map((id) => id.trim()).filter((id) => id !== ''),
     sessionTtlMs: sessionTtlMs(env),
     oidc: oidcSettings(env),
+    secretKey: secretKeySetting(env, 'GENGATE_SECRET_KEY'),
+    secretKeyPrevious: secretKeySetting(env, 'GENGATE_SECRET_KEY_PREVIOUS'),
+    auditRetentionDays: intSetting(env, 'AUDIT_RETENTION_DAYS', 365),
+    configCheckIntervalMs: intSetting(env, 'CONFIG_CHECK_INTERVAL_MS', 1000, 50),
   };
 }
 

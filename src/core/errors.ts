@@ -45,6 +45,8 @@ export const ERROR_CODES = {
   url_not_allowed: 400,
   callback_url_not_set: 400,
   invalid_idempotency_key: 400,
+  // A secret (an API key, an MCP header value) cannot be stored without GENGATE_SECRET_KEY.
+  secret_key_not_configured: 400,
   missing_api_key: 401,
   invalid_api_key: 401,
   admin_required: 403,
@@ -76,6 +78,8 @@ export const ERROR_CODES = {
   member_not_found: 404,
   sign_in_not_configured: 404,
   team_exists: 409,
+  provider_not_found: 404,
+  mcp_server_not_found: 404,
   task_already_finished: 409,
   task_not_cancellable: 409,
   delivery_not_retryable: 409,

@@ -23,6 +23,8 @@ import { adminUsageRoutes, usageRoutes } from './routes/usage.ts';
 import { adminRoutes } from './routes/admin.ts';
 import { adminChannelRoutes } from './routes/admin-channels.ts';
 import { adminCallbackRoutes } from './routes/admin-callbacks.ts';
+import { adminRuntimeSettingsRoutes } from './routes/admin-runtime-settings.ts';
+import { registerAudit } from './plugins/audit.ts';
 import { adminConsoleRoutes, consolePageRoutes, overviewRoutes } from './routes/console.ts';
 import { healthRoutes } from './routes/health.ts';
 import { modelRoutes } from './routes/models.ts';
@@ -229,7 +231,9 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     enforceRouteAccess(admin);
     registerBodyChecks(admin, { bareWritesTakeObjects: true });
     await admin.register(teamRoutes(services));
+    registerAudit(admin, services.audit);
     await admin.register(adminRoutes(services));
+    await admin.register(adminRuntimeSettingsRoutes(services));
     await admin.register(adminCallbackRoutes(services));
     await admin.register(adminConsoleRoutes(services));
     await admin.register(adminChannelRoutes(services));

@@ -4,6 +4,7 @@ import type { Actor, Operator } from '../auth/operator.ts';
 import type { Admission } from '../limits/limits-service.ts';
 import type { IdempotentStart } from '../limits/idempotency.ts';
 import type { ChatUsage, ServedRoute } from '../providers/spec.ts';
+import type { AuditEntry } from '../runtime-settings/audit-log.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -32,6 +33,10 @@ export class RequestContext {
   idempotencyHold: IdempotencyHold | undefined;
   /** The model, provider and channel that took the call, when a route learned them. */
   served: ServedRoute | undefined;
+  /** An /admin call's changes, written to the audit log before it answers (plugins/audit.ts). */
+  readonly audit: AuditEntry[] = [];
+  /** The call's audit rows are written already (with its change, in one transaction), or it changed nothing. */
+  auditDone = false;
 
   /** The caller of an authenticated route; a route outside the authenticated groups has none. */
   get principal(): Principal {

@@ -8,7 +8,7 @@ import type { TokenService } from '../auth/tokens.ts';
 import type { TeamService } from '../auth/teams.ts';
 import type { ConsoleSessions } from '../auth/console-sessions.ts';
 import type { OidcSignIn } from '../auth/oidc-sign-in.ts';
-import type { Catalog } from '../catalog/catalog.ts';
+import type { CatalogView } from '../catalog/catalog.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { AssetService } from '../assets/asset-service.ts';
 import type { EventBus } from '../storage/event-bus.ts';
@@ -40,6 +40,9 @@ import type { BatchService } from '../batches/batch-service.ts';
 import type { AnthropicMessagesService } from '../anthropic/messages-service.ts';
 import type { ModelList } from '../limits/model-list.ts';
 import type { McpService } from '../mcp/mcp-service.ts';
+import type { LiveConfig } from '../runtime-settings/live-config.ts';
+import type { RuntimeSettingsService } from '../runtime-settings/runtime-settings-service.ts';
+import type { AuditLog } from '../runtime-settings/audit-log.ts';
 
 /** The shared services, created once at boot and handed to every route plugin. */
 export interface AppServices {
@@ -51,7 +54,8 @@ export interface AppServices {
   blobs: BlobStore;
   tokens: TokenService;
   runtimeConfig: RuntimeConfig;
-  catalog: Catalog;
+  /** The current settings' catalog (admin changes apply without a restart). */
+  catalog: CatalogView;
   files: FileService;
   assets: AssetService;
   /** Task events between the parts of this process (and every instance, with Redis). */
@@ -112,4 +116,10 @@ export interface AppServices {
   sessions: ConsoleSessions;
   /** The console's OpenID Connect sign-in, when OIDC_ISSUER is set. */
   oidc: OidcSignIn | undefined;
+  /** The runtime settings in force (a snapshot swapped whole on each change) and the MCP servers they name. */
+  live: LiveConfig;
+  /** Providers, channels, models and MCP servers set through the admin API. */
+  runtimeSettings: RuntimeSettingsService;
+  /** One row per change made through /admin. */
+  audit: AuditLog;
 }

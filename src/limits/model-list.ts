@@ -2,7 +2,7 @@
  * The model list of GET /v1/models/list (and the MCP tool list_models): catalog models and the
  * workflows engines serve, with their prices when the configuration sets them.
  */
-import { CAPABILITY_NAMES, type Catalog, type LiveModel } from '../catalog/catalog.ts';
+import { CAPABILITY_NAMES, type CatalogView, type LiveModel } from '../catalog/catalog.ts';
 import { toPlatformItem, type PlatformModelItem } from '../catalog/listing.ts';
 import { ApiError } from '../core/errors.ts';
 import type { ModelPricing } from '../config/settings.ts';
@@ -17,11 +17,11 @@ const listingTypes = new Set(LISTING_TYPES);
 export type ListedModel = PlatformModelItem & { billing_mode?: ReturnType<typeof billingModeOf> };
 
 export class ModelList {
-  // The catalog is fixed once loaded, so its part of each answer is built once; workflows
-  // (engine models) change with their folder and are added on each request.
-  private readonly catalogItems = new Map<string, { items: ListedModel[]; body: string }>();
+  // A snapshot of the runtime settings is fixed, so the catalog's part of each answer is built
+  // once per snapshot; workflows (engine models) change with their folder and are added on each request.
+  private readonly bySnapshot = new WeakMap<object, Map<string, { items: ListedModel[]; body: string }>>();
 
-  constructor(private readonly deps: { catalog: Catalog; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined }) {}
+  constructor(private readonly deps: { catalog: CatalogView; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined; snapshot(): object }) {}
 
   /** The models of `type` (`all` or a capability type), or 400 invalid_parameter naming `param`. */
   list(type: string, param = 'type'): { modelList: ListedModel[]; count: number } {
@@ -40,11 +40,14 @@ export class ModelList {
     if (type !== 'all' && !listingTypes.has(type)) {
       throw new ApiError('invalid_parameter', `type must be all or a capability type (${LISTING_TYPES.join(', ')})`, param);
     }
-    let cached = this.catalogItems.get(type);
+    const snapshot = this.deps.snapshot();
+    let byType = this.bySnapshot.get(snapshot);
+    if (!byType) this.bySnapshot.set(snapshot, (byType = new Map()));
+    let cached = byType.get(type);
     if (!cached) {
       const items = this.deps.catalog.list(type).map((m) => this.item(m));
       cached = { items, body: JSON.stringify({ modelList: items, count: items.length }) };
-      this.catalogItems.set(type, cached);
+      byType.set(type, cached);
     }
     return cached;
   }

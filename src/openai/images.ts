@@ -4,7 +4,7 @@
  * answer base64 whatever response_format says, as OpenAI's do.
  */
 import { Type, type Static } from 'typebox';
-import type { Catalog } from '../catalog/catalog.ts';
+import type { CatalogView } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { FileService } from '../files/file-service.ts';
 import { endedResult, ownFileBytes } from '../tasks/ended-result.ts';
@@ -56,7 +56,7 @@ export function answerOptionsOf(fields: Record<string, unknown>, model: string):
 }
 
 export class OpenAiImageAnswers {
-  constructor(private readonly deps: { catalog: Catalog; files: FileService }) {}
+  constructor(private readonly deps: { catalog: CatalogView; files: FileService }) {}
 
   /** GPT image models (by their upstream name) answer base64, as OpenAI's do. */
   private base64For(options: ImagesAnswerOptions): boolean {

@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { LiveModel } from '../catalog/catalog.ts';
-import type { ProviderSettings, Settings } from '../config/settings.ts';
+import type { GengateConfig, ProviderSettings, Settings } from '../config/settings.ts';
 import type { AdapterContext, AdapterFactory } from './adapter-support.ts';
 import { LocalEngine } from './local/local-engine.ts';
 import { comfyuiAdapter } from './comfyui/adapter.ts';
@@ -28,7 +28,15 @@ import { LocalTranscriptionModel } from './local/audio/local-transcription-model
 import { ApiError } from '../core/errors.ts';
 import { TaskRejectedError, type ChatCallOptions, type ChatModel, type EmbeddingModel, type ResponsesCall, type RoutedResponses, type GenerationEngine, type RerankModel, type TranscriptionModel } from './spec.ts';
 import { DEFAULT_CONCURRENCY, DEFAULT_RETRY, DEFAULT_TIMEOUT_MS } from './upstream-client.ts';
-import { channelSpecs } from '../config/channel-config.ts';
+import { channelKey, channelSpecs } from '../config/channel-config.ts';
+import { scrubbingErrors } from './secret-scrubbing.ts';
+
+/** What the registries are built from: the merged config and the API keys stored through the admin API. */
+export type RegistrySettings = Pick<Settings, 'localEngineMinDurationMs'> & {
+  config: GengateConfig;
+  /** Stored API keys by `<provider>/<channel>` (config/stored-config.ts). */
+  channelKeys?: ReadonlyMap<string, string>;
+};
 
 /** Which engine runs a catalog model. */
 export interface EngineRegistry {
@@ -65,8 +73,7 @@ const ADAPTERS: Record<string, AdapterFactory> = {
 /** Adapters that serve models of their own (workflows), so their provider needs no catalog entry. */
 export const SELF_SERVING_ADAPTERS: readonly string[] = ['comfyui'];
 
-function adapterContext(provider: string, settings: ProviderSettings, logger: Logger): AdapterContext {
-  const apiKey = settings.api_key_env ? process.env[settings.api_key_env] : undefined;
+function adapterContext(provider: string, settings: ProviderSettings, apiKey: string | undefined, logger: Logger): AdapterContext {
   if (settings.api_key_env && !apiKey) logger.warn({ provider, env: settings.api_key_env }, 'the API key variable of a provider is not set');
   return {
     provider,
@@ -107,16 +114,16 @@ function noTaskAdapter(provider: string, adapter: string): GenerationEngine {
  * The only place that knows the adapters. A provider configured in GENGATE_CONFIG runs its
  * models on its adapter; everything else (and `adapter: "local"`) runs on the built-in engine.
  */
-export function createEngineRegistry(settings: Settings, logger: Logger): EngineRegistry {
+export function createEngineRegistry(settings: RegistrySettings, logger: Logger): EngineRegistry {
   const local = new LocalEngine({ minDurationMs: settings.localEngineMinDurationMs });
   // Each channel gets an adapter of its own (its base URL, key and connection limit).
   const byChannel = new Map<string, Map<string, GenerationEngine>>();
   const byProvider = new Map<string, GenerationEngine>();
-  for (const channel of channelSpecs(settings.config)) {
+  for (const channel of channelSpecs(settings.config, settings.channelKeys)) {
     const adapter = channel.settings.adapter ?? channel.provider;
     if (adapter === 'local') continue;
     const factory = ADAPTERS[adapter];
-    const engine = factory ? factory(adapterContext(channel.provider, channel.settings, logger)) : noTaskAdapter(channel.provider, adapter);
+    const engine = factory ? scrubbingErrors(factory(adapterContext(channel.provider, channel.settings, channel.apiKey, logger)), channel.apiKey) : noTaskAdapter(channel.provider, adapter);
     if (!byProvider.has(channel.provider)) byProvider.set(channel.provider, engine);
     const channels = byChannel.get(channel.provider) ?? new Map<string, GenerationEngine>();
     byChannel.set(channel.provider, channels.set(channel.name, engine));
@@ -167,17 +174,17 @@ const OPENAI_COMPATIBLE_BASE_URLS: Record<string, string> = {
  * API there (OpenAI, vLLM, Ollama, DeepSeek, …); everything else (and `adapter: "local"`)
  * answers from the local chat model.
  */
-export function createChatModelRegistry(settings: Settings, logger: Logger): ChannelChatModels {
+export function createChatModelRegistry(settings: RegistrySettings, logger: Logger): ChannelChatModels {
   const local = new LocalChatModel({ minDurationMs: settings.localEngineMinDurationMs });
   const byChannel = new Map<string, Map<string, ChatModel>>();
-  for (const channel of channelSpecs(settings.config)) {
+  for (const channel of channelSpecs(settings.config, settings.channelKeys)) {
     const adapter = channel.settings.adapter ?? channel.provider;
     const compatibleURL = OPENAI_COMPATIBLE_BASE_URLS[adapter];
     const factory = CHAT_ADAPTERS[adapter] ?? (channel.settings.base_url !== undefined || adapter === 'openai' || compatibleURL ? createOpenAiChatModel : undefined);
     if (adapter === 'local' || !factory) continue;
-    const ctx = adapterContext(channel.provider, channel.settings, logger);
+    const ctx = adapterContext(channel.provider, channel.settings, channel.apiKey, logger);
     const channels = byChannel.get(channel.provider) ?? new Map<string, ChatModel>();
-    byChannel.set(channel.provider, channels.set(channel.name, factory({ ...ctx, baseURL: ctx.baseURL ?? compatibleURL })));
+    byChannel.set(channel.provider, channels.set(channel.name, scrubbingErrors(factory({ ...ctx, baseURL: ctx.baseURL ?? compatibleURL }), channel.apiKey)));
   }
   return { chatModelOn: (provider, channel) => byChannel.get(provider)?.get(channel) ?? local };
 }
@@ -195,13 +202,15 @@ const RERANK_ADAPTERS: readonly string[] = ['cohere', 'jina'];
  * gets that model; a configured provider it does not know answers 400 (its models cannot serve
  * this call); everything else (and `adapter: "local"`) the local model.
  */
-function syncModelRegistry<M extends object>(settings: Settings, logger: Logger, local: M, call: string, remoteFor: (adapter: string, providerSettings: ProviderSettings) => ((ctx: AdapterContext) => M) | undefined): SyncModelRegistry<M> {
+function syncModelRegistry<M extends object>(settings: RegistrySettings, logger: Logger, local: M, call: string, remoteFor: (adapter: string, providerSettings: ProviderSettings) => ((ctx: AdapterContext) => M) | undefined): SyncModelRegistry<M> {
   const byProvider = new Map<string, M>();
   for (const [provider, providerSettings] of Object.entries(settings.config.providers ?? {})) {
     const adapter = providerSettings.adapter ?? provider;
     if (adapter === 'local') continue;
     const factory = remoteFor(adapter, providerSettings);
-    byProvider.set(provider, factory ? factory(adapterContext(provider, providerSettings, logger)) : refusing<M>(provider, adapter, call));
+    // The provider's own key: that of its channel named after it when one is stored, else its api_key_env's.
+    const apiKey = channelKey(providerSettings, settings.channelKeys?.get(`${provider}/${provider}`));
+    byProvider.set(provider, factory ? scrubbingErrors(factory(adapterContext(provider, providerSettings, apiKey, logger)), apiKey) : refusing<M>(provider, adapter, call));
   }
   return { modelFor: (model) => byProvider.get(model.providerCode) ?? local };
 }
@@ -219,7 +228,7 @@ function refusing<M extends object>(provider: string, adapter: string, call: str
 const isOpenAiCompatible = (adapter: string, providerSettings: ProviderSettings) => adapter === 'openai' || (providerSettings.base_url !== undefined && !RERANK_ADAPTERS.includes(adapter));
 
 /** Embeddings, transcription and rerank models (POST /v1/embeddings, /v1/audio/transcriptions, /v1/rerank and their /openai/v1 twins). */
-export function createSyncModelRegistries(settings: Settings, logger: Logger): {
+export function createSyncModelRegistries(settings: RegistrySettings, logger: Logger): {
   embeddings: SyncModelRegistry<EmbeddingModel>;
   transcriptions: SyncModelRegistry<TranscriptionModel>;
   rerankers: SyncModelRegistry<RerankModel>;

@@ -100,6 +100,15 @@ export class Channel {
     return Math.round(recent[Math.floor((recent.length - 1) / 2)]!);
   }
 
+  /** Carries over where a channel stands when its settings change (runtime settings). */
+  takeStateOf(old: Channel): void {
+    this.state = old.state;
+    this.disabledReason = old.disabledReason;
+    this.coolingUntil = old.coolingUntil;
+    this.cooldownMs = old.cooldownMs;
+    this.consecutiveFailures = old.consecutiveFailures;
+  }
+
   /** Back to a fresh start (an administrator enabled it). */
   reset(): void {
     this.state = 'healthy';

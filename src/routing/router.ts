@@ -102,6 +102,9 @@ interface ChannelEntry {
 
 const NO_CHANNELS: Channel[][] = [];
 
+const sameModels = (a: ReadonlySet<string> | undefined, b: ReadonlySet<string> | undefined) =>
+  a === b || (a !== undefined && b !== undefined && a.size === b.size && [...a].every((m) => b.has(m)));
+
 /** The attributes of one attempt's span: where it went, and the how-manieth on this model. */
 function attemptAttributes(model: LiveModel, channel: Channel, number: number, resumed: boolean) {
   return { [GEN_AI.requestModel]: model.alias, [GEN_AI.providerName]: channel.provider, 'gengate.routing.channel': channel.name, 'gengate.routing.attempt': number, 'gengate.routing.resumed': resumed };
@@ -118,12 +121,32 @@ export class ChannelRouter {
   private readonly metrics: ChannelMetrics;
   private readonly random: () => number;
   private unsubscribe: (() => void) | undefined;
+  private policy: RoutingPolicy;
 
   constructor(private readonly deps: RouterDeps) {
     this.random = deps.random ?? Math.random;
+    this.policy = deps.policy;
     this.metrics = new ChannelMetrics(deps.metrics, () => this.configured());
-    for (const spec of deps.specs) {
-      const channel = new Channel(spec, spec.settings.concurrency ?? DEFAULT_CONCURRENCY, true);
+    this.reconfigure(deps.specs, deps.policy);
+  }
+
+  /**
+   * Takes the channels of changed runtime settings. A channel whose routing fields are unchanged
+   * stays the same object (its health, figures and calls in flight go on); a changed one keeps
+   * its state. Calls in flight finish on the channel objects they hold.
+   */
+  reconfigure(specs: readonly ChannelSpec[], policy: RoutingPolicy): void {
+    const previous = new Map([...this.configured()].map((c) => [`${c.provider}/${c.name}`, c]));
+    this.byProvider.clear();
+    this.tiers.clear();
+    this.entries.clear();
+    this.policy = policy;
+    for (const spec of specs) {
+      const concurrency = spec.settings.concurrency ?? DEFAULT_CONCURRENCY;
+      const old = previous.get(`${spec.provider}/${spec.name}`);
+      const same = old && old.weight === spec.weight && old.priority === spec.priority && old.concurrency === concurrency && sameModels(old.models, spec.models);
+      const channel = same ? old : new Channel(spec, concurrency, true);
+      if (old && !same) channel.takeStateOf(old);
       this.entries.set(channel, { channel, figures: this.metrics.forChannel(channel) });
       const list = this.byProvider.get(spec.provider) ?? [];
       list.push(channel);
@@ -255,7 +278,7 @@ export class ChannelRouter {
         made++;
       }
       let resumeChannel = i === start && resume?.model === model.alias ? this.find(model.providerCode, resume.channel) ?? (resume.channel === LOCAL_CHANNEL ? this.tiersOf(model)[0]?.[0] : undefined) : undefined;
-      while (made < this.deps.policy.maxAttempts) {
+      while (made < this.policy.maxAttempts) {
         const channel = resumeChannel ?? this.pick(model, tried);
         const resumed = resumeChannel !== undefined;
         resumeChannel = undefined;
@@ -272,7 +295,7 @@ export class ChannelRouter {
         if (!resumed) await plan.beforeAttempt?.(record);
         const gate: RetryGate = {
           again: (error) => {
-            if (made >= this.deps.policy.maxAttempts || this.hasUntried(model, tried)) return false;
+            if (made >= this.policy.maxAttempts || this.hasUntried(model, tried)) return false;
             made++;
             record.attempts.push({ model: model.alias, provider: model.providerCode, channel: channel.name, error: error.message });
             return true;
@@ -388,7 +411,7 @@ export class ChannelRouter {
       void this.disable(channel.provider, channel.name, `the upstream refused the channel's key: ${failure.message}`).catch((err: unknown) => this.deps.logger.error({ err }, 'storing a channel disable failed'));
       return;
     }
-    const { policy } = this.deps;
+    const { policy } = this;
     if (channel.state === 'cooling_down' && probe) {
       this.coolDown(channel, Math.min(policy.maxCooldownMs, channel.cooldownMs * 2 || policy.cooldownMs), now, 'its probe call failed');
     } else if (channel.state === 'healthy') {

@@ -38,6 +38,8 @@ export interface BusTopics {
   'token.revoked': { tokenId: string };
   /** A channel changed state (cooled down, recovered, disabled, enabled): every instance follows. */
   'channel.state': ChannelStateMessage;
+  /** The runtime settings (admin API) reached a new version: every instance reloads them. */
+  'config.changed': { version: number; origin: string };
 }
 
 /** Where a channel stands, as one instance announces it to the others. */

@@ -40,6 +40,37 @@ export interface Database {
   team_members: TeamMemberRow;
   console_sessions: ConsoleSessionRow;
   oidc_logins: OidcLoginRow;
+  config_records: ConfigRecordRow;
+  config_version: ConfigVersionRow;
+  audit_log: AuditLogRow;
+}
+
+/** A provider, channel, model or MCP server set through the admin API (value: JSON, secrets sealed). */
+export interface ConfigRecordRow {
+  kind: string;
+  key: string;
+  value: string;
+  updated_at: number;
+}
+
+/** The one row (id 1) holding the version of the stored runtime settings. */
+export interface ConfigVersionRow {
+  id: number;
+  version: number;
+}
+
+/** One change made through /admin; before and after are JSON with secrets shown as "***". */
+export interface AuditLogRow {
+  id: string;
+  at: number;
+  actor_type: string;
+  actor_id: string;
+  action: string;
+  target: string;
+  before: string | null;
+  after: string | null;
+  request_id: string | null;
+  ip: string | null;
 }
 
 export interface UserRow {

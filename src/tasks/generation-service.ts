@@ -1,4 +1,4 @@
-import type { Catalog, LiveModel } from '../catalog/catalog.ts';
+import type { CatalogView, LiveModel } from '../catalog/catalog.ts';
 import type { CapabilityName } from '../catalog/schema.ts';
 import { ApiError } from '../core/errors.ts';
 import type { TaskStatus } from '../core/task-state.ts';
@@ -52,7 +52,7 @@ export type GenerationOutcome =
  */
 export class GenerationService {
   constructor(
-    private readonly deps: { catalog: Catalog; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number },
+    private readonly deps: { catalog: CatalogView; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number },
   ) {}
 
   /**

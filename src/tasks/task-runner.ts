@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Catalog, LiveModel } from '../catalog/catalog.ts';
+import type { CatalogView, LiveModel } from '../catalog/catalog.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { FileService } from '../files/file-service.ts';
 import type { EngineRegistry } from '../providers/registry.ts';
@@ -36,7 +36,7 @@ export class TaskRunner {
   constructor(
     private readonly deps: {
       tasks: TaskService;
-      catalog: Catalog;
+      catalog: CatalogView;
       engines: EngineRegistry;
       /** Sends each run to a channel of its model (or of a fallback) and moves it on failure. */
       routing: TaskRouting;

@@ -23,6 +23,7 @@ const LAYERS: readonly (readonly string[])[] = [
   ['endpoints'],
   ['providers'],
   ['routing'],
+  ['runtime-settings'],
   ['tasks'],
   ['limits'],
   ['images', 'video', 'audio', 'digital-human', 'mesh3d', 'embeddings', 'rerank'],

@@ -72,7 +72,11 @@ export const adminCallbackRoutes = (services: AppServices): FastifyPluginAsyncTy
       params: Type.Object({ deliveryId: Type.String({ minLength: 1, maxLength: 200 }) }),
       response: { 202: Delivery },
     },
-  }, async (request, reply) => reply.code(202).send(deliveryView(await services.callbacks.retryNow(request.params.deliveryId))));
+  }, async (request, reply) => {
+    const delivery = deliveryView(await services.callbacks.retryNow(request.params.deliveryId));
+    request.ctx.audit.push({ action: 'callback_delivery.retry', target: `callback_delivery:${request.params.deliveryId}`, before: null, after: delivery });
+    return reply.code(202).send(delivery);
+  });
 
   app.post('/admin/config/test-delivery', {
     schema: {
@@ -91,9 +95,11 @@ export const adminCallbackRoutes = (services: AppServices): FastifyPluginAsyncTy
         }),
       },
     },
-  }, async () => {
+  }, async (request) => {
     const sent = await services.callbacks.sendTest();
     const httpStatus = 'status' in sent ? sent.status : null;
-    return { url: sent.url, webhook_id: sent.id, delivered: httpStatus === 200, http_status: httpStatus, error: 'error' in sent ? sent.error : null, duration_ms: sent.durationMs };
+    const result = { url: sent.url, webhook_id: sent.id, delivered: httpStatus === 200, http_status: httpStatus, error: 'error' in sent ? sent.error : null, duration_ms: sent.durationMs };
+    request.ctx.audit.push({ action: 'callback.test', target: 'config:callback', before: null, after: result });
+    return result;
   });
 };

@@ -34,11 +34,20 @@ export const adminChannelRoutes = (services: AppServices): FastifyPluginAsyncTyp
       response: { 200: ChannelView },
     },
   }, async (request) => {
-    const channel = await services.routing.disable(request.params.provider, request.params.name, request.body.reason ?? 'disabled by an administrator');
-    return services.routing.view(channel);
+    const { provider, name } = request.params;
+    const before = services.routing.find(provider, name) && services.routing.view(services.routing.find(provider, name)!);
+    const after = services.routing.view(await services.routing.disable(provider, name, request.body.reason ?? 'disabled by an administrator'));
+    request.ctx.audit.push({ action: 'channel.disable', target: `channel:${provider}/${name}`, before: before ?? null, after });
+    return after;
   });
 
   app.post('/admin/channels/:provider/:name/enable', {
     schema: { tags: ['admin'], summary: 'Put a channel back into rotation with no failures counted', security, params: ChannelParams, response: { 200: ChannelView } },
-  }, async (request) => services.routing.view(await services.routing.enable(request.params.provider, request.params.name)));
+  }, async (request) => {
+    const { provider, name } = request.params;
+    const before = services.routing.find(provider, name) && services.routing.view(services.routing.find(provider, name)!);
+    const after = services.routing.view(await services.routing.enable(provider, name));
+    request.ctx.audit.push({ action: 'channel.enable', target: `channel:${provider}/${name}`, before: before ?? null, after });
+    return after;
+  });
 };

@@ -66,6 +66,8 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
     await services.limits.tokenCreated(created.id, limits);
     const mcpTools = request.body.mcp_tools ?? null;
     if (mcpTools) await services.mcp.setTokenTools(created.id, mcpTools);
+    const { token: _plain, ...summary } = created;
+    request.ctx.audit.push({ action: 'token.create', target: `token:${created.id}`, before: null, after: { ...summary, limits: limits ?? {}, mcp_tools: mcpTools ?? ['*'] } });
     return reply.code(201).send({ ...created, limits: limits ?? {}, mcp_tools: mcpTools ?? ['*'] });
   });
 
@@ -86,10 +88,12 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
   app.delete('/admin/tokens/:id', {
     schema: { tags: ['admin'], summary: 'Revoke an API token', security, params: Type.Object({ id: Type.String() }) },
   }, async (request, reply) => {
-    request.ctx.operatorOrThrow.checkToken(await services.tokens.get(request.params.id));
+    const before = await services.tokens.get(request.params.id);
+    request.ctx.operatorOrThrow.checkToken(before);
     await services.tokens.delete(request.params.id);
     // The token is gone from the store; other instances would otherwise trust their cache a while longer.
     await announceRevoked(services, request, [request.params.id]);
+    request.ctx.audit.push({ action: 'token.revoke', target: `token:${request.params.id}`, before: { ...before, limits: parseLimits(before.limits) ?? {} }, after: null });
     return reply.code(204).send();
   });
 
@@ -110,5 +114,10 @@ export const adminRoutes = (services: AppServices): FastifyPluginAsyncTypebox =>
       }, { additionalProperties: false }),
       response: { 200: CallbackConfig },
     },
-  }, async (request) => services.runtimeConfig.updateCallback(request.body));
+  }, async (request) => {
+    const before = await services.runtimeConfig.callback();
+    const after = await services.runtimeConfig.updateCallback(request.body);
+    request.ctx.audit.push({ action: 'callback.update', target: 'config:callback', before, after });
+    return after;
+  });
 };

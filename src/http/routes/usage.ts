@@ -154,6 +154,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       operator.checkNewToken({ user_id: token.user_id, team_id });
       if (team_id !== null) await services.teams.checkMember(team_id, token.user_id);
     }
+    const before = { limits: (await services.limits.tokenLimits(request.params.id)) ?? {}, team_id: token.team_id };
     if (mcpTools !== undefined) await services.mcp.setTokenTools(request.params.id, mcpTools);
     // A team's admin keeps its tokens' limits within the team's own; administrators set any.
     const cap = teamId !== null && !operator.isAdmin ? await services.limits.teamLimits(teamId) : undefined;
@@ -162,6 +163,8 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       await services.tokens.setTeam(request.params.id, team_id);
       await announceRevoked(services, request, [request.params.id]);
     }
+    const after = { ...(request.body.name !== undefined ? { name: request.body.name } : {}), limits: limits ?? {}, team_id: teamId, ...(mcpTools !== undefined ? { mcp_tools: mcpTools ?? ['*'] } : {}) };
+    request.ctx.audit.push({ action: 'token.update', target: `token:${request.params.id}`, before, after });
     return { id: request.params.id, limits: limits ?? {}, mcp_tools: [...(await services.mcp.tokenTools(request.params.id))], team_id: teamId };
   });
 
@@ -176,6 +179,7 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
     },
   }, async (request) => {
     await services.mcp.setUserTools(request.params.id, request.body.mcp_tools);
+    request.ctx.audit.push({ action: 'user.mcp_tools', target: `user:${request.params.id}`, before: null, after: { mcp_tools: request.body.mcp_tools ?? ['*'] } });
     return { user_id: request.params.id, mcp_tools: request.body.mcp_tools ?? ['*'] };
   });
 
@@ -192,5 +196,10 @@ export const adminUsageRoutes = (services: AppServices): FastifyPluginAsyncTypeb
       body: LimitsPatch,
       response: { 200: Type.Object({ user_id: Type.String(), limits: LimitsView }) },
     },
-  }, async (request) => ({ user_id: request.params.id, limits: (await services.limits.updateUser(request.params.id, request.body)) ?? {} }));
+  }, async (request) => {
+    const before = (await services.limits.userLimits(request.params.id)) ?? {};
+    const limits = (await services.limits.updateUser(request.params.id, request.body)) ?? {};
+    request.ctx.audit.push({ action: 'limits.update', target: `user:${request.params.id}`, before, after: limits });
+    return { user_id: request.params.id, limits };
+  });
 };
