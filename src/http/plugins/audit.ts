@@ -11,9 +11,8 @@ const VERBS: Record<string, string> = { POST: 'create', PUT: 'update', PATCH: 'u
 
 /** Who made an /admin call and with which request. */
 export function auditContextOf(request: FastifyRequest): AuditContext {
-  const caller = request.ctx.caller;
   return {
-    actor: !caller || caller.isAdmin ? { type: 'admin_token', id: 'admin' } : { type: 'user', id: caller.userId },
+    actor: request.ctx.actor,
     requestId: request.id,
     ip: request.ip ?? null,
   };
