@@ -1,4 +1,5 @@
 import { after, before, describe, it } from 'node:test';
+import { TYPESCRIPT_LOADER } from './support/typescript-loader.ts';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -172,7 +173,7 @@ describe('the admin token on first start', () => {
   it('is generated, printed once with a first curl, and works on /admin and /v1', async () => {
     const dataDir = tempDataDir();
     const start = () => new Promise<{ token?: string; url: string; stdout: string; stop: () => Promise<void> }>((resolve, reject) => {
-      const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', 'serve'], {
+      const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', 'serve'], {
         env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
       });
       let stdout = '';

@@ -40,7 +40,13 @@ class Client {
   /** The model file downloaded for each task. */
   readonly models = new Map<string, Buffer>();
 
-  constructor(readonly srv: TestServer, readonly token: string) {}
+  readonly srv: TestServer;
+  readonly token: string;
+
+  constructor(srv: TestServer, token: string) {
+    this.srv = srv;
+    this.token = token;
+  }
 
   async post(path: string, body: Json): Promise<{ status: number; body: Json }> {
     const res = await this.srv.fetch(path, { method: 'POST', token: this.token, json: body });

@@ -25,7 +25,10 @@ class TestClient {
   readonly closed: Promise<Closed>;
   pings = 0;
 
-  private constructor(readonly ws: WebSocket) {
+  readonly ws: WebSocket;
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
     ws.on('message', (data) => {
       const text = String(data);
       let message: Json = text;

@@ -326,7 +326,11 @@ describe('sync timeout, disabled models and restarts', () => {
 class ScriptedEngine implements GenerationEngine {
   readonly runs = new Map<string, { finish: () => void; fail: (err: Error) => void; signal: AbortSignal }>();
   private readonly arrivals: ((taskId: string) => void)[] = [];
-  constructor(readonly cancellable: boolean) {}
+  readonly cancellable: boolean;
+
+  constructor(cancellable: boolean) {
+    this.cancellable = cancellable;
+  }
 
   async run(job: GenerationJob, ctx: RunContext) {
     await ctx.progress(40, 'working');

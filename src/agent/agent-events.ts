@@ -93,7 +93,11 @@ export class ResponseEvents {
   private readonly createdAt = Math.floor(Date.now() / 1000);
   private text = '';
 
-  constructor(private readonly meta: { model: string; requestId: string; agentId: string }) {}
+  private readonly meta: { model: string; requestId: string; agentId: string };
+
+  constructor(meta: { model: string; requestId: string; agentId: string }) {
+    this.meta = meta;
+  }
 
   private event(type: string, fields: Record<string, unknown>): AgentEvent {
     return { type, sequence_number: this.sequence++, ...fields };

@@ -50,7 +50,10 @@ export class AgentRuns {
   private readonly running = new Map<string, AbortController>();
   private readonly unsubscribe: () => void;
 
-  constructor(private readonly deps: { repo: AgentsRepo; bus: EventBus; instanceId: string }) {
+  private readonly deps: { repo: AgentsRepo; bus: EventBus; instanceId: string };
+
+  constructor(deps: { repo: AgentsRepo; bus: EventBus; instanceId: string }) {
+    this.deps = deps;
     this.unsubscribe = deps.bus.subscribe('agent.cancel', ({ requestId, ownerId }) => {
       this.running.get(runKey(ownerId, requestId))?.abort(cancelled(requestId));
     });

@@ -87,7 +87,11 @@ function asInputParam(err: unknown): unknown {
  * retrieval), then run as a stream of events (or collected into one body) by AgentRun.
  */
 export class AgentService {
-  constructor(private readonly deps: AgentServiceDeps) {}
+  private readonly deps: AgentServiceDeps;
+
+  constructor(deps: AgentServiceDeps) {
+    this.deps = deps;
+  }
 
   /**
    * Checks and prepares a request and registers its run, so it can be cancelled from now on.
@@ -185,7 +189,14 @@ export class AgentRun {
   private finalItems: unknown[] = [];
   private served: ServedRoute | undefined;
 
-  constructor(private readonly plan: RunPlan, private readonly handle: RunHandle, private readonly deps: AgentServiceDeps) {
+  private readonly plan: RunPlan;
+  private readonly handle: RunHandle;
+  private readonly deps: AgentServiceDeps;
+
+  constructor(plan: RunPlan, handle: RunHandle, deps: AgentServiceDeps) {
+    this.plan = plan;
+    this.handle = handle;
+    this.deps = deps;
     this.mode = plan.passages.length > 0 ? 'knowledge' : 'agent';
     this.log = deps.logger.child({ request_id: plan.requestId });
   }

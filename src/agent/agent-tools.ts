@@ -159,7 +159,10 @@ export class GenerationTools {
   /** The tools in the chat API's shape, offered to every run whose model calls tools. */
   readonly definitions: ChatTool[] = GENERATION_TOOLS.map((tool) => ({ type: 'function', function: { name: tool.name, description: tool.description, parameters: tool.parameters } }));
 
-  constructor(private readonly deps: GenerationToolsDeps) {
+  private readonly deps: GenerationToolsDeps;
+
+  constructor(deps: GenerationToolsDeps) {
+    this.deps = deps;
     const ajv = new Ajv({ allErrors: false, strict: false });
     for (const tool of GENERATION_TOOLS) this.checks.set(tool.name, ajv.compile(tool.parameters));
   }

@@ -103,7 +103,11 @@ function searchTerms(question: string): string[] {
  * the main agent that `useGlobalMainAgent` resolves.
  */
 export class KnowledgeService {
-  constructor(private readonly repo: AgentsRepo) {}
+  private readonly repo: AgentsRepo;
+
+  constructor(repo: AgentsRepo) {
+    this.repo = repo;
+  }
 
   async createAgent(scope: AgentScope, input: AgentInput, now = Date.now()): Promise<Agent> {
     const deployment = !('ownerId' in scope);

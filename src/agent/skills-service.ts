@@ -77,7 +77,11 @@ export function skillsPrompt(skills: readonly SkillInput[]): string {
 
 /** Personal skills, per owner; another owner's skill is unknown (404), never forbidden. */
 export class SkillsService {
-  constructor(private readonly repo: SkillsRepo) {}
+  private readonly repo: SkillsRepo;
+
+  constructor(repo: SkillsRepo) {
+    this.repo = repo;
+  }
 
   async create(ownerId: string, input: SkillInput, now = Date.now()): Promise<Skill> {
     const row: SkillRow = {

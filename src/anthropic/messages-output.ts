@@ -127,11 +127,19 @@ export class MessageEventStream {
   private usage: ChatUsage | null | undefined;
 
   /** `inputTokens`: the estimate message_start tells before the model's count comes with message_delta. */
+  private readonly alias: string;
+  private readonly stopSequences: readonly string[];
+  private readonly inputTokens: number;
+
   constructor(
-    private readonly alias: string,
-    private readonly stopSequences: readonly string[],
-    private readonly inputTokens: number,
-  ) {}
+    alias: string,
+    stopSequences: readonly string[],
+    inputTokens: number,
+  ) {
+    this.alias = alias;
+    this.stopSequences = stopSequences;
+    this.inputTokens = inputTokens;
+  }
 
   /** The events of one chunk. */
   chunk(chunk: ChatChunk): MessageEvent[] {

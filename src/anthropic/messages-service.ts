@@ -75,7 +75,11 @@ export class AnthropicMessagesService {
   /** When the listing says the models were created: the catalog names no dates. */
   private readonly listedAt = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
 
-  constructor(private readonly deps: MessagesServiceDeps) {}
+  private readonly deps: MessagesServiceDeps;
+
+  constructor(deps: MessagesServiceDeps) {
+    this.deps = deps;
+  }
 
   /** Runs one Messages API call. `signal` aborts it (the client went away). */
   async create(body: MessagesRequest, headers: PassedHeaders, ownerId: string, signal: AbortSignal): Promise<MessagesOutcome> {

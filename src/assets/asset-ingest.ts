@@ -18,7 +18,11 @@ export interface IngestedContent {
  * `assets/<hex>`, or released again when the request that brought it is refused.
  */
 export class AssetIngest {
-  constructor(private readonly ctx: AssetContext) {}
+  private readonly ctx: AssetContext;
+
+  constructor(ctx: AssetContext) {
+    this.ctx = ctx;
+  }
 
   /** Streams content to a temporary blob while hashing it. */
   async ingest(source: Readable): Promise<IngestedContent> {

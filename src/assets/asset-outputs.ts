@@ -42,7 +42,10 @@ export class AssetOutputs {
    */
   private readonly waiting = new Map<string, number>();
 
-  constructor(private readonly ctx: AssetContext) {
+  private readonly ctx: AssetContext;
+
+  constructor(ctx: AssetContext) {
+    this.ctx = ctx;
     this.ingest = new AssetIngest(ctx);
   }
 

@@ -62,7 +62,11 @@ export function assetFilterOf(ownerId: string, q: RecordFilter): AssetFilter {
  * what its `missing` tag says (the sweeper keeps it true); reads do not look at the blob store.
  */
 export class AssetRecords {
-  constructor(private readonly ctx: AssetContext) {}
+  private readonly ctx: AssetContext;
+
+  constructor(ctx: AssetContext) {
+    this.ctx = ctx;
+  }
 
   /** Records with their sorted tags and preview targets. */
   private async views(ownerId: string, rows: readonly AssetRefRow[]): Promise<AssetView[]> {

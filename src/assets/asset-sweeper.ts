@@ -22,10 +22,16 @@ export class MissingContentSweeper {
   private running: Promise<unknown> | undefined;
   private roundWaiters: (() => void)[] = [];
 
+  private readonly ctx: AssetContext;
+  private readonly opts: SweeperOptions;
+
   constructor(
-    private readonly ctx: AssetContext,
-    private readonly opts: SweeperOptions,
-  ) {}
+    ctx: AssetContext,
+    opts: SweeperOptions,
+  ) {
+    this.ctx = ctx;
+    this.opts = opts;
+  }
 
   /** Starts the periodic batches (none when intervalMs is 0). */
   start(): void {

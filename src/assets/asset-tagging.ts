@@ -8,10 +8,16 @@ import { assertNoSystemTags, sortTags } from './asset-tags.ts';
  * record whose content is missing counts only towards `missing`.
  */
 export class AssetTagging {
+  private readonly ctx: AssetContext;
+  private readonly records: AssetRecords;
+
   constructor(
-    private readonly ctx: AssetContext,
-    private readonly records: AssetRecords,
-  ) {}
+    ctx: AssetContext,
+    records: AssetRecords,
+  ) {
+    this.ctx = ctx;
+    this.records = records;
+  }
 
   async add(ownerId: string, id: string, tags: string[]): Promise<{ added: string[]; already_present: string[]; total_tags: string[] }> {
     assertNoSystemTags(tags);

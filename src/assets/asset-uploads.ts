@@ -61,11 +61,19 @@ interface PreparedRecord {
  * request is refused.
  */
 export class AssetUploads {
+  private readonly ctx: AssetContext;
+  private readonly content: AssetIngest;
+  private readonly records: AssetRecords;
+
   constructor(
-    private readonly ctx: AssetContext,
-    private readonly content: AssetIngest,
-    private readonly records: AssetRecords,
-  ) {}
+    ctx: AssetContext,
+    content: AssetIngest,
+    records: AssetRecords,
+  ) {
+    this.ctx = ctx;
+    this.content = content;
+    this.records = records;
+  }
 
   /**
    * Everything about a new record that can be refused, checked before any content is stored:

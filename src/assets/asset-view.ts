@@ -18,11 +18,19 @@ export interface OpenedAsset {
 
 /** The bytes of records: GET /api/assets/{id}/content and ComfyUI's GET /api/view. */
 export class AssetView {
+  private readonly ctx: AssetContext;
+  private readonly records: AssetRecords;
+  private readonly sweeper: MissingContentSweeper;
+
   constructor(
-    private readonly ctx: AssetContext,
-    private readonly records: AssetRecords,
-    private readonly sweeper: MissingContentSweeper,
-  ) {}
+    ctx: AssetContext,
+    records: AssetRecords,
+    sweeper: MissingContentSweeper,
+  ) {
+    this.ctx = ctx;
+    this.records = records;
+    this.sweeper = sweeper;
+  }
 
   /** The bytes of the owner's record. */
   async openContent(ownerId: string, id: string): Promise<OpenedAsset> {

@@ -45,7 +45,11 @@ function checkSpeech(input: SpeechInput, model: LiveModel): void {
 }
 
 export class AudioService {
-  constructor(private readonly generations: GenerationService) {}
+  private readonly generations: GenerationService;
+
+  constructor(generations: GenerationService) {
+    this.generations = generations;
+  }
 
   /** POST /v1/song/generations; `model` undefined: the catalog's default. */
   song(caller: GenerationCaller, body: SongInput & { model?: string }, mode: Mode): Promise<GenerationOutcome> {

@@ -17,7 +17,11 @@ const SPEED_RANGE = { min: 0.5, max: 2 };
 const OPENAI_PARAMS: Record<string, string> = { text: 'input', voice_id: 'voice', format: 'response_format' };
 
 export class SpeechAudioService {
-  constructor(private readonly deps: { audio: AudioService; files: FileService }) {}
+  private readonly deps: { audio: AudioService; files: FileService };
+
+  constructor(deps: { audio: AudioService; files: FileService }) {
+    this.deps = deps;
+  }
 
   async synthesize(caller: GenerationCaller, body: OpenAiSpeechBody): Promise<{ data: Buffer; mimeType: string }> {
     const format = body.response_format ?? 'mp3';

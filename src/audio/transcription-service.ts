@@ -58,7 +58,11 @@ export function renderTranscription(result: Transcription, format: Transcription
 }
 
 export class TranscriptionService {
-  constructor(private readonly deps: TranscriptionServiceDeps) {}
+  private readonly deps: TranscriptionServiceDeps;
+
+  constructor(deps: TranscriptionServiceDeps) {
+    this.deps = deps;
+  }
 
   /** Checks the fields before the file is read, so a wrong model is refused without reading the audio. */
   model(fields: TranscriptionFields): LiveModel {

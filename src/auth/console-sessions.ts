@@ -27,11 +27,19 @@ const SWEEP_EVERY_MS = 10 * 60_000;
 export class ConsoleSessions {
   private timer: NodeJS.Timeout | undefined;
 
+  private readonly repo: SessionsRepo;
+  private readonly teams: TeamsRepo;
+  private readonly opts: { ttlMs: number; adminUsers: readonly string[]; now?: () => number };
+
   constructor(
-    private readonly repo: SessionsRepo,
-    private readonly teams: TeamsRepo,
-    private readonly opts: { ttlMs: number; adminUsers: readonly string[]; now?: () => number },
-  ) {}
+    repo: SessionsRepo,
+    teams: TeamsRepo,
+    opts: { ttlMs: number; adminUsers: readonly string[]; now?: () => number },
+  ) {
+    this.repo = repo;
+    this.teams = teams;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

@@ -23,13 +23,23 @@ export interface SignedInUser {
 export class OidcSignIn {
   private configuration: Promise<oidc.Configuration> | undefined;
 
+  private readonly settings: OidcSettings;
+  private readonly repo: SessionsRepo;
+  private readonly redirectUri: () => string;
+  private readonly now: () => number;
+
   constructor(
-    private readonly settings: OidcSettings,
-    private readonly repo: SessionsRepo,
+    settings: OidcSettings,
+    repo: SessionsRepo,
     /** The callback's address as the identity provider knows it (PUBLIC_BASE_URL + /console/auth/callback). */
-    private readonly redirectUri: () => string,
-    private readonly now: () => number = Date.now,
-  ) {}
+    redirectUri: () => string,
+    now: () => number = Date.now,
+  ) {
+    this.settings = settings;
+    this.repo = repo;
+    this.redirectUri = redirectUri;
+    this.now = now;
+  }
 
   /** The issuer's metadata, discovered at the first sign-in (the issuer need not be up when the gateway starts). */
   private config(): Promise<oidc.Configuration> {

@@ -31,13 +31,22 @@ export interface TokenOwner {
 export class Operator {
   private readonly roles: Map<string, TeamRole>;
 
+  readonly kind: 'admin_token' | 'user';
+  readonly userId: string;
+  readonly isAdmin: boolean;
+  readonly memberships: readonly Membership[];
+
   private constructor(
-    readonly kind: 'admin_token' | 'user',
-    readonly userId: string,
+    kind: 'admin_token' | 'user',
+    userId: string,
     /** The admin token, a user of ADMIN_USERS or one the identity provider's role claim names administrator. */
-    readonly isAdmin: boolean,
-    readonly memberships: readonly Membership[],
+    isAdmin: boolean,
+    memberships: readonly Membership[],
   ) {
+    this.kind = kind;
+    this.userId = userId;
+    this.isAdmin = isAdmin;
+    this.memberships = memberships;
     this.roles = new Map(memberships.map((m) => [m.team_id, m.role]));
   }
 

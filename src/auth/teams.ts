@@ -4,10 +4,16 @@ import type { Membership, TeamsRepo } from '../storage/repos/teams-repo.ts';
 
 /** Teams and their members. Limits of a team are the limits service's; this keeps the rows. */
 export class TeamService {
+  private readonly repo: TeamsRepo;
+  private readonly now: () => number;
+
   constructor(
-    private readonly repo: TeamsRepo,
-    private readonly now: () => number = Date.now,
-  ) {}
+    repo: TeamsRepo,
+    now: () => number = Date.now,
+  ) {
+    this.repo = repo;
+    this.now = now;
+  }
 
   /** Creates a team; 409 team_exists when the id is taken. */
   async create(id: string, name: string, limits: string | null): Promise<TeamRow> {

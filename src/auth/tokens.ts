@@ -39,10 +39,16 @@ interface CacheEntry {
 export class TokenService {
   private readonly cache = new Map<string, CacheEntry>();
 
+  private readonly repo: TokensRepo;
+  private readonly adminTokenHash: string;
+
   constructor(
-    private readonly repo: TokensRepo,
-    private readonly adminTokenHash: string,
-  ) {}
+    repo: TokensRepo,
+    adminTokenHash: string,
+  ) {
+    this.repo = repo;
+    this.adminTokenHash = adminTokenHash;
+  }
 
   /** `limits` is the token's limits as stored (JSON), or null; a team's member is checked by the caller. */
   async create(userId: string, name?: string, limits: string | null = null, teamId: string | null = null): Promise<CreatedToken> {

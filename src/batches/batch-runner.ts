@@ -89,7 +89,11 @@ export class BatchRunner {
   private pollTimer: NodeJS.Timeout | undefined;
   private renewTimer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly opts: BatchRunnerOptions) {}
+  private readonly opts: BatchRunnerOptions;
+
+  constructor(opts: BatchRunnerOptions) {
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();
@@ -404,11 +408,19 @@ class LineResults {
   private writing: Promise<void> = Promise.resolve();
   private scheduled = false;
 
+  private readonly repo: BatchesRepo;
+  private readonly batchId: string;
+  private readonly failed: (err: unknown) => void;
+
   constructor(
-    private readonly repo: BatchesRepo,
-    private readonly batchId: string,
-    private readonly failed: (err: unknown) => void,
-  ) {}
+    repo: BatchesRepo,
+    batchId: string,
+    failed: (err: unknown) => void,
+  ) {
+    this.repo = repo;
+    this.batchId = batchId;
+    this.failed = failed;
+  }
 
   add(line: { lineNo: number; result: string; failed: boolean }): void {
     this.pending.push(line);

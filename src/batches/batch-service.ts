@@ -39,11 +39,19 @@ export interface BatchServiceOptions {
 const notFound = (id: string) => new ApiError('batch_not_found', `No batch found with id '${id}'.`, 'batch_id');
 
 export class BatchService {
+  private readonly repo: BatchesRepo;
+  private readonly files: OpenAiFileService;
+  private readonly opts: BatchServiceOptions;
+
   constructor(
-    private readonly repo: BatchesRepo,
-    private readonly files: OpenAiFileService,
-    private readonly opts: BatchServiceOptions,
-  ) {}
+    repo: BatchesRepo,
+    files: OpenAiFileService,
+    opts: BatchServiceOptions,
+  ) {
+    this.repo = repo;
+    this.files = files;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

@@ -56,10 +56,16 @@ export interface WrittenFile {
 const notFound = (id: string) => new ApiError('file_not_found', `No such File object: ${id}`, 'file_id');
 
 export class OpenAiFileService {
+  private readonly repo: OpenAiFilesRepo;
+  private readonly blobs: BlobStore;
+
   constructor(
-    private readonly repo: OpenAiFilesRepo,
-    private readonly blobs: BlobStore,
-  ) {}
+    repo: OpenAiFilesRepo,
+    blobs: BlobStore,
+  ) {
+    this.repo = repo;
+    this.blobs = blobs;
+  }
 
   /** Streams bytes to the store under a new file id (`key` names it, for a batch's output that is written again after a crash). */
   async write(source: Readable | Buffer, key?: string): Promise<WrittenFile> {

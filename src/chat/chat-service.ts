@@ -113,7 +113,11 @@ function endChatSpan(span: Span, route: ServedRoute | undefined, usage: ChatUsag
  * made on the model's chat engine, and the turn stored once the answer is complete.
  */
 export class ChatService {
-  constructor(private readonly deps: ChatServiceDeps) {}
+  private readonly deps: ChatServiceDeps;
+
+  constructor(deps: ChatServiceDeps) {
+    this.deps = deps;
+  }
 
   /**
    * Runs one call. Failures before the answer starts are thrown (ApiError); a stream's later

@@ -16,7 +16,10 @@ export class SseWriter {
   private full = false;
 
   /** `headers`: those already set for the response (request id, …). */
-  constructor(private readonly res: ServerResponse, headers: Record<string, string | number | string[] | undefined> = {}) {
+  private readonly res: ServerResponse;
+
+  constructor(res: ServerResponse, headers: Record<string, string | number | string[] | undefined> = {}) {
+    this.res = res;
     res.writeHead(200, {
       ...(headers as OutgoingHttpHeaders),
       'content-type': 'text/event-stream; charset=utf-8',

@@ -19,12 +19,20 @@ export const CALLBACK_DEFAULTS = { callback_timeout_ms: 3000, callback_retry_del
 export class RuntimeConfig {
   private cached: { value: Promise<CallbackConfig>; until: number } | undefined;
 
+  private readonly repo: SettingsStore;
+  private readonly initial: CallbackSettings;
+  private readonly cacheMs;
+
   constructor(
-    private readonly repo: SettingsStore,
-    private readonly initial: CallbackSettings = {},
+    repo: SettingsStore,
+    initial: CallbackSettings = {},
     /** Every task status change reads the callback; other instances' changes show within this time. */
-    private readonly cacheMs = 1000,
-  ) {}
+    cacheMs = 1000,
+  ) {
+    this.repo = repo;
+    this.initial = initial;
+    this.cacheMs = cacheMs;
+  }
 
   async callback(): Promise<CallbackConfig> {
     const now = Date.now();

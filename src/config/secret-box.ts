@@ -30,7 +30,10 @@ export const lastFour = (secret: string): string => secret.slice(-4);
 export class SecretBox {
   private readonly keys: Buffer[];
 
-  constructor(private readonly current: Buffer | undefined, previous?: Buffer) {
+  private readonly current: Buffer | undefined;
+
+  constructor(current: Buffer | undefined, previous?: Buffer) {
+    this.current = current;
     this.keys = [current, previous].filter((k): k is Buffer => k !== undefined);
   }
 

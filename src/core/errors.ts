@@ -141,18 +141,29 @@ export function anthropicErrorType(status: number): string {
 export class ApiError extends Error {
   readonly status: ErrorStatus;
   readonly type: string;
+  readonly code: ErrorCode;
+  readonly param: string | null;
+  readonly extra: Record<string, unknown>;
+  readonly headers: Record<string, string>;
+  readonly details: Record<string, unknown>;
+
   constructor(
-    readonly code: ErrorCode,
+    code: ErrorCode,
     message: string,
-    readonly param: string | null = null,
+    param: string | null = null,
     /** Extra top-level fields of the error object (e.g. task_id on task_failed). */
-    readonly extra: Record<string, unknown> = {},
+    extra: Record<string, unknown> = {},
     /** Extra response headers (e.g. Retry-After). */
-    readonly headers: Record<string, string> = {},
+    headers: Record<string, string> = {},
     /** Structured detail for the asset registry body. */
-    readonly details: Record<string, unknown> = {},
+    details: Record<string, unknown> = {},
   ) {
     super(message);
+    this.code = code;
+    this.param = param;
+    this.extra = extra;
+    this.headers = headers;
+    this.details = details;
     this.status = ERROR_CODES[code];
     this.type = ERROR_TYPES[this.status];
   }
@@ -181,13 +192,16 @@ export class ApiError extends Error {
  * the end of the call.
  */
 export class UpstreamApiError extends ApiError {
+  readonly upstreamStatus: number | undefined;
+
   constructor(
     code: ErrorCode,
     message: string,
-    readonly upstreamStatus: number | undefined,
+    upstreamStatus: number | undefined,
     param: string | null = null,
     headers: Record<string, string> = {},
   ) {
     super(code, message, param, {}, headers);
+    this.upstreamStatus = upstreamStatus;
   }
 }

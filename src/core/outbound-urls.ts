@@ -9,10 +9,16 @@ import { ApiError } from './errors.ts';
 
 /** Hosts, addresses and CIDR ranges an operator trusts (FETCH_ALLOW_HOSTS). */
 export class AllowedHosts {
+  private readonly names: ReadonlySet<string>;
+  private readonly ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>;
+
   private constructor(
-    private readonly names: ReadonlySet<string>,
-    private readonly ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>,
-  ) {}
+    names: ReadonlySet<string>,
+    ranges: ReadonlyArray<[ipaddr.IPv4 | ipaddr.IPv6, number]>,
+  ) {
+    this.names = names;
+    this.ranges = ranges;
+  }
 
   static readonly NONE = new AllowedHosts(new Set(), []);
 
@@ -86,13 +92,21 @@ export function isPublicUnicast(address: string): boolean {
  * may be fetched, as far as can be told without resolving names.
  */
 export class OutboundUrlPolicy {
+  private readonly opts: {
+      allowed: AllowedHosts;
+      /** A URL of the gateway's own file store, read from the store and never fetched. */
+      isOwnFile(url: URL): boolean;
+    };
+
   constructor(
-    private readonly opts: {
+    opts: {
       allowed: AllowedHosts;
       /** A URL of the gateway's own file store, read from the store and never fetched. */
       isOwnFile(url: URL): boolean;
     },
-  ) {}
+  ) {
+    this.opts = opts;
+  }
 
   /**
    * 400 url_not_allowed with `param` for a URL field the gateway would refuse to fetch: a scheme

@@ -18,7 +18,11 @@ function jobResourceOf(resource: DigitalHuman): DigitalHumanJobResource {
 }
 
 export class DigitalHumanGenerations {
-  constructor(private readonly deps: { generations: GenerationService; resources: DigitalHumanService }) {}
+  private readonly deps: { generations: GenerationService; resources: DigitalHumanService };
+
+  constructor(deps: { generations: GenerationService; resources: DigitalHumanService }) {
+    this.deps = deps;
+  }
 
   /** POST /v1/digital-human/create. */
   create(caller: GenerationCaller, body: DigitalHumanCreateBody, mode: Mode): Promise<GenerationOutcome> {

@@ -23,10 +23,16 @@ export type NewDigitalHuman = Omit<DigitalHuman, 'id' | 'createdAt'>;
 
 /** Digital-human resources: recorded when a digital-human.create task succeeds, looked up by their owner. */
 export class DigitalHumanService {
+  private readonly repo: DigitalHumanRepo;
+  private readonly clock: () => number;
+
   constructor(
-    private readonly repo: DigitalHumanRepo,
-    private readonly clock: () => number = Date.now,
-  ) {}
+    repo: DigitalHumanRepo,
+    clock: () => number = Date.now,
+  ) {
+    this.repo = repo;
+    this.clock = clock;
+  }
 
   /** A new resource with its id, not stored yet: its id goes into the create task's result first. */
   create(spec: NewDigitalHuman): DigitalHuman {

@@ -34,7 +34,11 @@ function textsOf(input: EmbeddingsBody['input']): string[] {
 }
 
 export class EmbeddingService {
-  constructor(private readonly deps: EmbeddingServiceDeps) {}
+  private readonly deps: EmbeddingServiceDeps;
+
+  constructor(deps: EmbeddingServiceDeps) {
+    this.deps = deps;
+  }
 
   async embed(body: EmbeddingsBody, signal: AbortSignal): Promise<EmbeddingsResponse> {
     const model = this.deps.resolveModel(body.model, ['text_embedding']);

@@ -47,11 +47,19 @@ function ownBlobKey(id: string): string {
  * and generated outputs, deleted after the retention period.
  */
 export class FileService {
+  private readonly repo: FilesRepo;
+  private readonly blobs: BlobStore;
+  private readonly opts: { publicBaseUrl: () => string; retentionMs: number };
+
   constructor(
-    private readonly repo: FilesRepo,
-    private readonly blobs: BlobStore,
-    private readonly opts: { publicBaseUrl: () => string; retentionMs: number },
-  ) {}
+    repo: FilesRepo,
+    blobs: BlobStore,
+    opts: { publicBaseUrl: () => string; retentionMs: number },
+  ) {
+    this.repo = repo;
+    this.blobs = blobs;
+    this.opts = opts;
+  }
 
   urlOf(id: string, fileName: string): string {
     return `${this.opts.publicBaseUrl()}/files/${id}/${encodeURIComponent(fileName)}`;

@@ -39,7 +39,11 @@ function checkOutputs(n: number | undefined, limits: EndpointLimits | undefined)
 }
 
 export class ImageService {
-  constructor(private readonly generations: GenerationService) {}
+  private readonly generations: GenerationService;
+
+  constructor(generations: GenerationService) {
+    this.generations = generations;
+  }
 
   /** POST /v1/images/generations; `model` undefined: the catalog's default. */
   generate(caller: GenerationCaller, body: Omit<ImagesGenerationBody, 'model'> & { model?: string }, mode: Mode): Promise<GenerationOutcome> {

@@ -133,7 +133,11 @@ export class MemoryLimitCounters implements LimitCounters {
   private readonly states = new Map<string, SubjectState>();
   private generation = 0;
 
-  constructor(private readonly now: () => number = Date.now) {}
+  private readonly now: () => number;
+
+  constructor(now: () => number = Date.now) {
+    this.now = now;
+  }
 
   private state(subject: string): SubjectState {
     let state = this.states.get(subject);

@@ -72,8 +72,11 @@ export class FormFingerprint {
 
 /** Raised where a call learns, once its body is read, that it repeats an earlier call: the earlier answer is sent instead of its own. */
 export class IdempotentReplay extends Error {
-  constructor(readonly answer: Extract<IdempotentStart, { kind: 'replay' }>) {
+  readonly answer: Extract<IdempotentStart, { kind: 'replay' }>;
+
+  constructor(answer: Extract<IdempotentStart, { kind: 'replay' }>) {
     super('the answer of an earlier call under the same Idempotency-Key');
+    this.answer = answer;
   }
 }
 
@@ -85,14 +88,24 @@ export class IdempotentReplay extends Error {
 export class IdempotencyService {
   private timer: NodeJS.Timeout | undefined;
 
+  private readonly repo: IdempotencyRepo;
+  private readonly opts: {
+      /** How long a first call may run before a retry takes its key over (its instance died). */
+      abandonAfterMs: number;
+      now?: () => number;
+    };
+
   constructor(
-    private readonly repo: IdempotencyRepo,
-    private readonly opts: {
+    repo: IdempotencyRepo,
+    opts: {
       /** How long a first call may run before a retry takes its key over (its instance died). */
       abandonAfterMs: number;
       now?: () => number;
     },
-  ) {}
+  ) {
+    this.repo = repo;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

@@ -161,21 +161,47 @@ export class Admission implements TaskAdmission {
   private handedTo: string | undefined;
   private settled = false;
 
+  private readonly service: LimitsService;
+  readonly id: string;
+  readonly principal: Principal;
+  readonly route: string;
+  readonly model: string | undefined;
+  readonly startedAt: number;
+  readonly subjects: SubjectLimits[];
+  readonly reserved: number;
+  readonly tokensEstimated: number;
+  readonly countsTokens: boolean;
+  readonly rate: RateState | undefined;
+  readonly batchId: string | undefined;
+
   constructor(
-    private readonly service: LimitsService,
-    readonly id: string,
-    readonly principal: Principal,
-    readonly route: string,
-    readonly model: string | undefined,
-    readonly startedAt: number,
-    readonly subjects: SubjectLimits[],
-    readonly reserved: number,
-    readonly tokensEstimated: number,
+    service: LimitsService,
+    id: string,
+    principal: Principal,
+    route: string,
+    model: string | undefined,
+    startedAt: number,
+    subjects: SubjectLimits[],
+    reserved: number,
+    tokensEstimated: number,
     /** Chat and agent calls: their tokens count against tokens_per_minute (others' only in the ledger). */
-    readonly countsTokens: boolean,
-    readonly rate: RateState | undefined,
-    readonly batchId: string | undefined,
-  ) {}
+    countsTokens: boolean,
+    rate: RateState | undefined,
+    batchId: string | undefined,
+  ) {
+    this.service = service;
+    this.id = id;
+    this.principal = principal;
+    this.route = route;
+    this.model = model;
+    this.startedAt = startedAt;
+    this.subjects = subjects;
+    this.reserved = reserved;
+    this.tokensEstimated = tokensEstimated;
+    this.countsTokens = countsTokens;
+    this.rate = rate;
+    this.batchId = batchId;
+  }
 
   get tokenId(): string | null {
     return this.principal.isAdmin ? null : this.principal.tokenId;
@@ -238,12 +264,19 @@ export class LimitsService {
   readonly counters: LimitCounters;
   readonly holdMs: number;
 
+  private readonly repo: LimitsRepo;
+  private readonly usage: UsageRepo;
+  private readonly opts: LimitsServiceOptions;
+
   constructor(
-    private readonly repo: LimitsRepo,
-    private readonly usage: UsageRepo,
+    repo: LimitsRepo,
+    usage: UsageRepo,
     bus: EventBus,
-    private readonly opts: LimitsServiceOptions,
+    opts: LimitsServiceOptions,
   ) {
+    this.repo = repo;
+    this.usage = usage;
+    this.opts = opts;
     this.counters = opts.counters;
     this.holdMs = opts.holdMs;
     this.unsubscribe = bus.subscribe('task.status', (event) => {

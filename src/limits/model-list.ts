@@ -21,7 +21,11 @@ export class ModelList {
   // once per snapshot; workflows (engine models) change with their folder and are added on each request.
   private readonly bySnapshot = new WeakMap<object, Map<string, { items: ListedModel[]; body: string }>>();
 
-  constructor(private readonly deps: { catalog: CatalogView; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined; snapshot(): object }) {}
+  private readonly deps: { catalog: CatalogView; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined; snapshot(): object };
+
+  constructor(deps: { catalog: CatalogView; generations: GenerationService; pricingOf(alias: string): ModelPricing | undefined; snapshot(): object }) {
+    this.deps = deps;
+  }
 
   /** The models of `type` (`all` or a capability type), or 400 invalid_parameter naming `param`. */
   list(type: string, param = 'type'): { modelList: ListedModel[]; count: number } {

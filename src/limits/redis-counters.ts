@@ -180,10 +180,16 @@ function unavailable(err: unknown): never {
 }
 
 export class RedisLimitCounters implements LimitCounters {
+  private readonly redis: Redis & LimitScripts;
+  private readonly prefix: string;
+
   private constructor(
-    private readonly redis: Redis & LimitScripts,
-    private readonly prefix: string,
-  ) {}
+    redis: Redis & LimitScripts,
+    prefix: string,
+  ) {
+    this.redis = redis;
+    this.prefix = prefix;
+  }
 
   static async connect(opts: { url: string; prefix: string; timeoutMs: number; logger: Logger }): Promise<RedisLimitCounters> {
     const redis = new Redis(opts.url, { ...failFastOptions(opts.timeoutMs), connectionName: `${opts.prefix}:limits`, lazyConnect: true });

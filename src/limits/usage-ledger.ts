@@ -73,10 +73,16 @@ function entryOf(row: UsageLedgerRow): LedgerEntry {
 export class UsageLedger {
   private timer: NodeJS.Timeout | undefined;
 
+  private readonly repo: UsageRepo;
+  private readonly opts: { retentionDays: number; logger: Logger; now?: () => number };
+
   constructor(
-    private readonly repo: UsageRepo,
-    private readonly opts: { retentionDays: number; logger: Logger; now?: () => number },
-  ) {}
+    repo: UsageRepo,
+    opts: { retentionDays: number; logger: Logger; now?: () => number },
+  ) {
+    this.repo = repo;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

@@ -149,7 +149,10 @@ export class GatewayTools {
   private readonly endpointsOf = toolEndpoints();
   private readonly checks = new Map<Endpoint, ValidateFunction>();
 
-  constructor(private readonly deps: GatewayToolsDeps) {
+  private readonly deps: GatewayToolsDeps;
+
+  constructor(deps: GatewayToolsDeps) {
+    this.deps = deps;
     // The app's body validation (http/app.ts): values as sent, defaults filled in.
     const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
     addFormats(ajv);

@@ -83,7 +83,10 @@ export class McpService {
   private readonly sessions = new Map<string, LocalSession>();
   private readonly idleSweep: NodeJS.Timeout;
 
-  constructor(readonly deps: McpServiceDeps) {
+  readonly deps: McpServiceDeps;
+
+  constructor(deps: McpServiceDeps) {
+    this.deps = deps;
     this.idleSweep = setInterval(() => this.dropIdle(), IDLE_MS / 4);
     this.idleSweep.unref();
   }

@@ -56,13 +56,22 @@ interface OfferedTool {
 export class McpToolset {
   private readonly byName = new Map<string, OfferedTool>();
 
+  private readonly service: McpService;
+  private readonly principal: Principal;
+  readonly listItems: McpListToolsItem[];
+  private readonly adHoc: UpstreamConnection[];
+
   private constructor(
-    private readonly service: McpService,
-    private readonly principal: Principal,
+    service: McpService,
+    principal: Principal,
     offered: OfferedTool[],
-    readonly listItems: McpListToolsItem[],
-    private readonly adHoc: UpstreamConnection[],
+    listItems: McpListToolsItem[],
+    adHoc: UpstreamConnection[],
   ) {
+    this.service = service;
+    this.principal = principal;
+    this.listItems = listItems;
+    this.adHoc = adHoc;
     const count = new Map<string, number>();
     for (const o of offered) count.set(o.tool.name, (count.get(o.tool.name) ?? 0) + 1);
     for (const o of offered) this.byName.set(count.get(o.tool.name)! > 1 ? permissionName(o.label, o.tool.name) : o.tool.name, o);

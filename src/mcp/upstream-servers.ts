@@ -19,7 +19,11 @@ export interface McpServerRegistry {
 
 /** The servers of GENGATE_CONFIG.mcp_servers. */
 export class ConfiguredMcpServers implements McpServerRegistry {
-  constructor(private readonly servers: readonly McpServer[]) {}
+  private readonly servers: readonly McpServer[];
+
+  constructor(servers: readonly McpServer[]) {
+    this.servers = servers;
+  }
 
   list(): readonly McpServer[] {
     return this.servers;
@@ -54,10 +58,16 @@ export interface CallOptions {
 export class UpstreamConnection {
   private client: Promise<Client> | undefined;
 
+  readonly server: McpServer;
+  private readonly deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger };
+
   constructor(
-    readonly server: McpServer,
-    private readonly deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger },
-  ) {}
+    server: McpServer,
+    deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger },
+  ) {
+    this.server = server;
+    this.deps = deps;
+  }
 
   private connected(): Promise<Client> {
     this.client ??= (async () => {
@@ -133,10 +143,16 @@ export class UpstreamConnection {
 export class UpstreamServers {
   private readonly connections = new Map<string, UpstreamConnection>();
 
+  readonly registry: McpServerRegistry;
+  private readonly deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger };
+
   constructor(
-    readonly registry: McpServerRegistry,
-    private readonly deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger },
-  ) {}
+    registry: McpServerRegistry,
+    deps: { fetch: CheckedFetch; timeoutMs: number; logger: Logger },
+  ) {
+    this.registry = registry;
+    this.deps = deps;
+  }
 
   /** The connection to a server of the registry; undefined for a name it lacks. */
   connection(name: string): UpstreamConnection | undefined {

@@ -62,7 +62,11 @@ function historyNotFound(id: string, why: string): ApiError {
 }
 
 export class Mesh3dHistories {
-  constructor(private readonly deps: { repo: Mesh3dRepo; tasks: TaskService; now?: () => number }) {}
+  private readonly deps: { repo: Mesh3dRepo; tasks: TaskService; now?: () => number };
+
+  constructor(deps: { repo: Mesh3dRepo; tasks: TaskService; now?: () => number }) {
+    this.deps = deps;
+  }
 
   /**
    * The end handler of the 3D endpoints: the task's history takes its end (status, and on success

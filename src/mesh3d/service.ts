@@ -34,9 +34,12 @@ export class Mesh3dService {
   private readonly histories: Mesh3dHistories;
   private readonly files: FileSourceLookup;
 
+  private readonly deps: { db: Db; generations: GenerationService; tasks: TaskService; files: FileService; assets: AssetService };
+
   constructor(
-    private readonly deps: { db: Db; generations: GenerationService; tasks: TaskService; files: FileService; assets: AssetService },
+    deps: { db: Db; generations: GenerationService; tasks: TaskService; files: FileService; assets: AssetService },
   ) {
+    this.deps = deps;
     this.histories = new Mesh3dHistories({ repo: new Mesh3dRepo(deps.db), tasks: deps.tasks });
     deps.tasks.onEnd(isMesh3dEndpoint, this.histories.onEnd);
     this.files = {

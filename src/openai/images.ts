@@ -56,7 +56,11 @@ export function answerOptionsOf(fields: Record<string, unknown>, model: string):
 }
 
 export class OpenAiImageAnswers {
-  constructor(private readonly deps: { catalog: CatalogView; files: FileService }) {}
+  private readonly deps: { catalog: CatalogView; files: FileService };
+
+  constructor(deps: { catalog: CatalogView; files: FileService }) {
+    this.deps = deps;
+  }
 
   /** GPT image models (by their upstream name) answer base64, as OpenAI's do. */
   private base64For(options: ImagesAnswerOptions): boolean {

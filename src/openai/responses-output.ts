@@ -159,10 +159,16 @@ export class ResponseEventStream {
   private finish: ChatFinishReason | null = null;
   private usage: ChatUsage | null | undefined;
 
+  private readonly response: ResponseObject;
+  private readonly declared: DeclaredTools;
+
   constructor(
-    private readonly response: ResponseObject,
-    private readonly declared: DeclaredTools,
-  ) {}
+    response: ResponseObject,
+    declared: DeclaredTools,
+  ) {
+    this.response = response;
+    this.declared = declared;
+  }
 
   start(): ResponseEvent[] {
     return [{ type: 'response.created', response: this.response }, { type: 'response.in_progress', response: this.response }];

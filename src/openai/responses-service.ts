@@ -33,14 +33,25 @@ export type ResponsesOutcome = (
 };
 
 export class OpenAiResponsesService {
-  constructor(private readonly deps: {
+  private readonly deps: {
     chat: ChatService;
     store: OpenAiResponsesRepo;
     /** Runs the request's `mcp` tools. */
     mcp: McpService;
     /** Model calls of a run with MCP tools (GENGATE_CONFIG agent.max_steps); the last one is offered no tools. */
     maxSteps: number;
-  }) {}
+  };
+
+  constructor(deps: {
+    chat: ChatService;
+    store: OpenAiResponsesRepo;
+    /** Runs the request's `mcp` tools. */
+    mcp: McpService;
+    /** Model calls of a run with MCP tools (GENGATE_CONFIG agent.max_steps); the last one is offered no tools. */
+    maxSteps: number;
+  }) {
+    this.deps = deps;
+  }
 
   /** Runs one request; `metered` is told a chat model's usage once it is known (before the last event). */
   async create(body: ResponsesRequest, principal: Principal, signal: AbortSignal, metered: (usage: ChatUsage) => void): Promise<ResponsesOutcome> {

@@ -21,7 +21,11 @@ export interface OverviewWindow {
  * never scanned; the week has no latency for that reason.
  */
 export class OverviewService {
-  constructor(private readonly repo: OverviewRepo) {}
+  private readonly repo: OverviewRepo;
+
+  constructor(repo: OverviewRepo) {
+    this.repo = repo;
+  }
 
   async overview(userId: string | undefined, now = Date.now()): Promise<{ windows: OverviewWindow[] }> {
     const weekStart = now - 7 * DAY_MS;

@@ -144,8 +144,11 @@ export class TaskCancelledError extends Error {}
  * ends `failed` with `message` and, as original_error_message, the upstream's own text.
  */
 export class TaskFailedError extends Error {
-  constructor(message: string, readonly originalMessage?: string) {
+  readonly originalMessage?: string;
+
+  constructor(message: string, originalMessage?: string) {
     super(message);
+    this.originalMessage = originalMessage;
   }
 }
 
@@ -155,8 +158,11 @@ export class TaskFailedError extends Error {
  * internal error, not a refusal of the content).
  */
 export class AcceptedWorkError extends TaskFailedError {
-  constructor(message: string, originalMessage: string | undefined, readonly upstreamFault: boolean) {
+  readonly upstreamFault: boolean;
+
+  constructor(message: string, originalMessage: string | undefined, upstreamFault: boolean) {
     super(message, originalMessage);
+    this.upstreamFault = upstreamFault;
   }
 }
 

@@ -55,8 +55,11 @@ export interface UpstreamResponse {
  * original_error_message.
  */
 export class UpstreamError extends TaskFailedError {
-  constructor(message: string, originalMessage: string | undefined, readonly status: number | undefined) {
+  readonly status: number | undefined;
+
+  constructor(message: string, originalMessage: string | undefined, status: number | undefined) {
     super(message, originalMessage);
+    this.status = status;
     this.name = 'UpstreamError';
   }
 }
@@ -75,7 +78,11 @@ class Semaphore {
   private active = 0;
   private readonly waiting: (() => void)[] = [];
 
-  constructor(private readonly limit: number) {}
+  private readonly limit: number;
+
+  constructor(limit: number) {
+    this.limit = limit;
+  }
 
   async acquire(signal?: AbortSignal): Promise<() => void> {
     if (this.active >= this.limit) {
@@ -122,7 +129,10 @@ export class UpstreamClient {
   private readonly slots: Semaphore;
   private readonly doFetch: typeof fetch;
 
-  constructor(private readonly opts: UpstreamClientOptions) {
+  private readonly opts: UpstreamClientOptions;
+
+  constructor(opts: UpstreamClientOptions) {
+    this.opts = opts;
     this.retry = opts.retry ?? DEFAULT_RETRY;
     this.timeoutMs = opts.timeoutMs ?? DEFAULT_TIMEOUT_MS;
     this.slots = new Semaphore(opts.concurrency ?? DEFAULT_CONCURRENCY);

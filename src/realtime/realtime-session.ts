@@ -52,11 +52,14 @@ interface Subscription {
 
 /** A command refused for a reason the client can act on. */
 class CommandRejected extends Error {
+  readonly reason: string;
+
   constructor(
-    readonly reason: string,
+    reason: string,
     message: string,
   ) {
     super(message);
+    this.reason = reason;
   }
 }
 
@@ -78,12 +81,21 @@ export class RealtimeSession {
   private readonly subscriptions = new Map<string, Subscription>();
   private readonly handshakeTimer: NodeJS.Timeout;
 
+  private readonly ws: WebSocket;
+  readonly channel: string;
+  readonly clientId: string | null;
+  private readonly deps: RealtimeSessionDeps;
+
   constructor(
-    private readonly ws: WebSocket,
-    readonly channel: string,
-    readonly clientId: string | null,
-    private readonly deps: RealtimeSessionDeps,
+    ws: WebSocket,
+    channel: string,
+    clientId: string | null,
+    deps: RealtimeSessionDeps,
   ) {
+    this.ws = ws;
+    this.channel = channel;
+    this.clientId = clientId;
+    this.deps = deps;
     ws.on('message', (data, isBinary) => this.onMessage(data, isBinary));
     ws.on('pong', () => {
       this.alive = true;

@@ -22,10 +22,16 @@ export interface IssuedTicket {
 export class WsTicketService {
   private nextSweepAt = 0;
 
+  private readonly repo: WsTicketsRepo;
+  private readonly opts: { logger: Logger; now?: () => number };
+
   constructor(
-    private readonly repo: WsTicketsRepo,
-    private readonly opts: { logger: Logger; now?: () => number },
-  ) {}
+    repo: WsTicketsRepo,
+    opts: { logger: Logger; now?: () => number },
+  ) {
+    this.repo = repo;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

@@ -12,7 +12,11 @@ export interface RerankServiceDeps {
 }
 
 export class RerankService {
-  constructor(private readonly deps: RerankServiceDeps) {}
+  private readonly deps: RerankServiceDeps;
+
+  constructor(deps: RerankServiceDeps) {
+    this.deps = deps;
+  }
 
   async rerank(body: RerankBody, signal: AbortSignal): Promise<RerankResponse> {
     const model = this.deps.resolveModel(body.model, ['text_rerank']);

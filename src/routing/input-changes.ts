@@ -10,7 +10,13 @@ type Input = Record<string, unknown>;
 export class InputChanges {
   readonly warnings: string[] = [];
 
-  constructor(readonly input: Input, private readonly alias: string) {}
+  readonly input: Input;
+  private readonly alias: string;
+
+  constructor(input: Input, alias: string) {
+    this.input = input;
+    this.alias = alias;
+  }
 
   /** Sets `field` to `value`, `allowed` saying what the model takes instead of the value asked. */
   set(field: string, value: unknown, allowed: string): void {

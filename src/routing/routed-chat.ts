@@ -32,10 +32,16 @@ function listsResponses(model: LiveModel): boolean {
 }
 
 class RoutedChatModel implements ChatModel {
+  private readonly router: ChannelRouter;
+  private readonly models: ChannelChatModels;
+
   constructor(
-    private readonly router: ChannelRouter,
-    private readonly models: ChannelChatModels,
-  ) {}
+    router: ChannelRouter,
+    models: ChannelChatModels,
+  ) {
+    this.router = router;
+    this.models = models;
+  }
 
   private served<T>(outcome: RouteOutcome<T>, options: ChatCallOptions): T {
     if (!outcome.ok) throw outcome.error;

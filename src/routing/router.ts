@@ -123,7 +123,10 @@ export class ChannelRouter {
   private unsubscribe: (() => void) | undefined;
   private policy: RoutingPolicy;
 
-  constructor(private readonly deps: RouterDeps) {
+  private readonly deps: RouterDeps;
+
+  constructor(deps: RouterDeps) {
+    this.deps = deps;
     this.random = deps.random ?? Math.random;
     this.policy = deps.policy;
     this.metrics = new ChannelMetrics(deps.metrics, () => this.configured());

@@ -15,10 +15,16 @@ import { translateTaskInput } from './translate.ts';
 const ROUTING_KEY = 'routing';
 
 export class TaskRouting {
+  private readonly router: ChannelRouter;
+  private readonly engines: EngineRegistry;
+
   constructor(
-    private readonly router: ChannelRouter,
-    private readonly engines: EngineRegistry,
-  ) {}
+    router: ChannelRouter,
+    engines: EngineRegistry,
+  ) {
+    this.router = router;
+    this.engines = engines;
+  }
 
   private engineOn(model: LiveModel, channel: string): GenerationEngine {
     return this.engines.engineOn?.(model, channel) ?? this.engines.engineFor(model);

@@ -100,7 +100,13 @@ export interface AuditFilter {
 export class AuditLog {
   private timer: NodeJS.Timeout | undefined;
 
-  constructor(private readonly repo: AuditRepo, private readonly opts: { retentionDays: number; logger: Logger }) {}
+  private readonly repo: AuditRepo;
+  private readonly opts: { retentionDays: number; logger: Logger };
+
+  constructor(repo: AuditRepo, opts: { retentionDays: number; logger: Logger }) {
+    this.repo = repo;
+    this.opts = opts;
+  }
 
   /** Writes the rows of a change made outside a transaction of its own. */
   async record(ctx: AuditContext, entries: readonly AuditEntry[]): Promise<void> {

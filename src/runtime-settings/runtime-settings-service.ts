@@ -165,7 +165,11 @@ export class RuntimeSettingsService {
   private timer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
-  constructor(private readonly deps: RuntimeSettingsDeps) {}
+  private readonly deps: RuntimeSettingsDeps;
+
+  constructor(deps: RuntimeSettingsDeps) {
+    this.deps = deps;
+  }
 
   /** Follows the other instances' changes: their announcements, and a version check as a safety net. */
   start(): void {

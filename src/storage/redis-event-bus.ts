@@ -31,11 +31,18 @@ export class RedisEventBus implements EventBus {
   private readonly handlers = new Map<string, Set<Handler>>();
   private readonly channelPrefix: string;
 
+  private readonly publisher: Redis;
+  private readonly subscriber: Redis;
+  private readonly opts: RedisEventBusOptions;
+
   private constructor(
-    private readonly publisher: Redis,
-    private readonly subscriber: Redis,
-    private readonly opts: RedisEventBusOptions,
+    publisher: Redis,
+    subscriber: Redis,
+    opts: RedisEventBusOptions,
   ) {
+    this.publisher = publisher;
+    this.subscriber = subscriber;
+    this.opts = opts;
     this.channelPrefix = `${opts.prefix}:events:`;
   }
 

@@ -30,7 +30,11 @@ export class TransactionBatcher {
   private scheduled = false;
   private flushing = false;
 
-  constructor(private readonly kysely: Kysely<Database>) {}
+  private readonly kysely: Kysely<Database>;
+
+  constructor(kysely: Kysely<Database>) {
+    this.kysely = kysely;
+  }
 
   run<T>(work: Work<T>): Promise<T> {
     return this.enqueue(work, false);

@@ -70,10 +70,15 @@ export class BullMqTaskQueue implements TaskQueue {
   private reconciling: Promise<boolean> = Promise.resolve(true);
   private stopped = false;
 
+  private readonly repo: TasksRepo;
+  private readonly opts: BullMqTaskQueueOptions;
+
   constructor(
-    private readonly repo: TasksRepo,
-    private readonly opts: BullMqTaskQueueOptions,
+    repo: TasksRepo,
+    opts: BullMqTaskQueueOptions,
   ) {
+    this.repo = repo;
+    this.opts = opts;
     // The producer's commands run while a caller waits: they fail fast instead of waiting for Redis.
     this.redis = new Redis(opts.redisUrl, failFastOptions(opts.timeoutMs));
     this.queue = new Queue<TaskJobData>(QUEUE_NAME, {

@@ -64,12 +64,21 @@ export class CallbackDispatcher {
   private eventWakeTimer: NodeJS.Timeout | undefined;
   private unsubscribe: (() => void) | undefined;
 
+  private readonly repo: CallbacksRepo;
+  private readonly bus: EventBus;
+  private readonly runtimeConfig: RuntimeConfig;
+  private readonly opts: CallbackDispatcherOptions;
+
   constructor(
-    private readonly repo: CallbacksRepo,
-    private readonly bus: EventBus,
-    private readonly runtimeConfig: RuntimeConfig,
-    private readonly opts: CallbackDispatcherOptions,
+    repo: CallbacksRepo,
+    bus: EventBus,
+    runtimeConfig: RuntimeConfig,
+    opts: CallbackDispatcherOptions,
   ) {
+    this.repo = repo;
+    this.bus = bus;
+    this.runtimeConfig = runtimeConfig;
+    this.opts = opts;
     this.concurrency = opts.concurrency ?? CALLBACK_DISPATCHER_DEFAULTS.concurrency;
     this.pollMs = opts.pollMs ?? CALLBACK_DISPATCHER_DEFAULTS.pollMs;
     // Under load a claim waits for a few free slots: one query then feeds several sends.

@@ -52,10 +52,16 @@ export class DbTaskQueue implements TaskQueue {
   private readonly settled = new Set<Promise<void>>();
   private readonly claimPace = new OutagePace();
 
+  private readonly repo: TasksRepo;
+  private readonly opts: DbTaskQueueOptions;
+
   constructor(
-    private readonly repo: TasksRepo,
-    private readonly opts: DbTaskQueueOptions,
-  ) {}
+    repo: TasksRepo,
+    opts: DbTaskQueueOptions,
+  ) {
+    this.repo = repo;
+    this.opts = opts;
+  }
 
   private now(): number {
     return (this.opts.now ?? Date.now)();

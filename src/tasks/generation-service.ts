@@ -51,9 +51,13 @@ export type GenerationOutcome =
  * either answered at once (async) or waited for (sync, bounded by the sync timeout).
  */
 export class GenerationService {
+  private readonly deps: { catalog: CatalogView; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number };
+
   constructor(
-    private readonly deps: { catalog: CatalogView; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number },
-  ) {}
+    deps: { catalog: CatalogView; engines: EngineRegistry; tasks: TaskService; urls: OutboundUrlPolicy; syncTimeoutMs: number },
+  ) {
+    this.deps = deps;
+  }
 
   /**
    * 400 url_not_allowed before any task exists for a URL field the gateway would refuse to fetch

@@ -18,9 +18,13 @@ const DATA_URI = /^data:([^;,]*)(;base64)?,/i;
  * and remote http(s) URLs through the outbound URL policy, every one bounded by the file size limit.
  */
 export class InputReader {
+  private readonly deps: { files: FileService; assets: AssetService; blobs: BlobStore; maxBytes: number; fetcher: OutboundFetcher };
+
   constructor(
-    private readonly deps: { files: FileService; assets: AssetService; blobs: BlobStore; maxBytes: number; fetcher: OutboundFetcher },
-  ) {}
+    deps: { files: FileService; assets: AssetService; blobs: BlobStore; maxBytes: number; fetcher: OutboundFetcher },
+  ) {
+    this.deps = deps;
+  }
 
   async read(ownerId: string, ref: string): Promise<InputFile> {
     const file = await this.readRef(ownerId, ref.trim());

@@ -43,8 +43,17 @@ function discard(body: Dispatcher.ResponseData['body']): void {
 export class OutboundFetcher {
   private readonly agent: Agent;
 
+  private readonly opts: {
+      policy: OutboundUrlPolicy;
+      /** Bytes a fetched file may have (the file size limit). */
+      maxBytes: number;
+      /** FETCH_TIMEOUT_MS: the whole fetch, redirects and body included. */
+      timeoutMs: number;
+      resolve?: HostResolver;
+    };
+
   constructor(
-    private readonly opts: {
+    opts: {
       policy: OutboundUrlPolicy;
       /** Bytes a fetched file may have (the file size limit). */
       maxBytes: number;
@@ -53,6 +62,7 @@ export class OutboundFetcher {
       resolve?: HostResolver;
     },
   ) {
+    this.opts = opts;
     this.agent = new Agent({ connect: { lookup: this.checkedLookup(opts.resolve ?? systemResolver) } });
   }
 

@@ -14,7 +14,11 @@ const KEPT_RECHECK_MS = 60 * 60 * 1000;
  * as long as that asset is live. Every instance sweeps; the store's retire is the one that counts.
  */
 export class OutputRetention {
-  constructor(private readonly deps: { files: FileService; assets: AssetService; logger: Logger }) {}
+  private readonly deps: { files: FileService; assets: AssetService; logger: Logger };
+
+  constructor(deps: { files: FileService; assets: AssetService; logger: Logger }) {
+    this.deps = deps;
+  }
 
   /** Retires the outputs due at `now`, batch by batch; answers how many were retired. */
   async sweep(now = Date.now()): Promise<number> {

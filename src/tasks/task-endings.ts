@@ -70,7 +70,11 @@ function matches(match: EndpointMatch, endpoint: string): boolean {
 export class TaskEndings {
   private readonly handlers: { match: EndpointMatch; handler: EndHandler }[] = [];
 
-  constructor(private readonly logger: Logger) {}
+  private readonly logger: Logger;
+
+  constructor(logger: Logger) {
+    this.logger = logger;
+  }
 
   on(match: EndpointMatch, handler: EndHandler): void {
     this.handlers.push({ match, handler });

@@ -35,11 +35,19 @@ const PAGE = 200;
 export class TaskEventStreams {
   private readonly open = new Set<() => void>();
 
+  private readonly tasks: TaskService;
+  private readonly bus: EventBus;
+  private readonly opts: TaskEventStreamsOptions;
+
   constructor(
-    private readonly tasks: TaskService,
-    private readonly bus: EventBus,
-    private readonly opts: TaskEventStreamsOptions,
-  ) {}
+    tasks: TaskService,
+    bus: EventBus,
+    opts: TaskEventStreamsOptions,
+  ) {
+    this.tasks = tasks;
+    this.bus = bus;
+    this.opts = opts;
+  }
 
   /**
    * Streams the owner's task to `sink` until its terminal status (or the client leaves).

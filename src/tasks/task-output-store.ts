@@ -19,7 +19,11 @@ interface StoredFile {
  * asset rows in it.
  */
 export class TaskOutputStore {
-  constructor(private readonly deps: { files: FileService; assets: AssetService }) {}
+  private readonly deps: { files: FileService; assets: AssetService };
+
+  constructor(deps: { files: FileService; assets: AssetService }) {
+    this.deps = deps;
+  }
 
   /**
    * The end handler of every endpoint; registered before the domains' handlers, so the result's

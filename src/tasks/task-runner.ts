@@ -33,8 +33,21 @@ export class TaskRunner {
   private readonly running = new Map<string, AbortController>();
   private readonly unsubscribe: () => void;
 
+  private readonly deps: {
+      tasks: TaskService;
+      catalog: CatalogView;
+      engines: EngineRegistry;
+      /** Sends each run to a channel of its model (or of a fallback) and moves it on failure. */
+      routing: TaskRouting;
+      files: FileService;
+      bus: EventBus;
+      inputs: InputReader;
+      instanceId: string;
+      logger: Logger;
+    };
+
   constructor(
-    private readonly deps: {
+    deps: {
       tasks: TaskService;
       catalog: CatalogView;
       engines: EngineRegistry;
@@ -47,6 +60,7 @@ export class TaskRunner {
       logger: Logger;
     },
   ) {
+    this.deps = deps;
     this.unsubscribe = deps.bus.subscribe('task.cancel', ({ taskId }) => this.running.get(taskId)?.abort(new TaskCancelledError('cancelled')));
   }
 

@@ -103,12 +103,25 @@ export class TaskService {
   private readonly unsubscribe: () => void;
   private readonly endings: TaskEndings;
 
+  private readonly repo: TasksRepo;
+  private readonly bus: EventBus;
+  private readonly queue: TaskQueue;
+  private readonly runtimeConfig: RuntimeConfig;
+  private readonly opts: {
+      instanceId: string;
+      logger: Logger;
+      now?: () => number;
+      observe?: (row: TaskRow) => void;
+      /** OUTPUT_RETENTION_DAYS: a successful task's outputs expire this long after its end; undefined keeps them. */
+      outputRetentionMs?: number;
+    };
+
   constructor(
-    private readonly repo: TasksRepo,
-    private readonly bus: EventBus,
-    private readonly queue: TaskQueue,
-    private readonly runtimeConfig: RuntimeConfig,
-    private readonly opts: {
+    repo: TasksRepo,
+    bus: EventBus,
+    queue: TaskQueue,
+    runtimeConfig: RuntimeConfig,
+    opts: {
       instanceId: string;
       logger: Logger;
       now?: () => number;
@@ -117,6 +130,11 @@ export class TaskService {
       outputRetentionMs?: number;
     },
   ) {
+    this.repo = repo;
+    this.bus = bus;
+    this.queue = queue;
+    this.runtimeConfig = runtimeConfig;
+    this.opts = opts;
     this.unsubscribe = bus.subscribe('task.status', (event) => this.wakeWaiters(event));
     this.endings = new TaskEndings(opts.logger);
   }

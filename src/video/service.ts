@@ -62,7 +62,11 @@ function* mediaReferencesOf(item: VideoContentItem, at: string): Generator<[ref:
 }
 
 export class VideoService {
-  constructor(private readonly generations: GenerationService) {}
+  private readonly generations: GenerationService;
+
+  constructor(generations: GenerationService) {
+    this.generations = generations;
+  }
 
   /** POST /v1/video/generations; `model` undefined: the catalog's default for what the content needs. */
   generate(caller: GenerationCaller, body: Omit<VideoGenerationBody, 'model'> & { model?: string }, mode: 'sync' | 'async'): Promise<GenerationOutcome> {

@@ -47,8 +47,11 @@ export class AnthropicUpstream extends RecordingUpstream {
   /** The thinking block given with each tool_use id, which must come back with it. */
   private readonly thinkingOf = new Map<string, { type: 'thinking'; thinking: string; signature: string }>();
 
-  constructor(private readonly apiKey: string) {
+  private readonly apiKey: string;
+
+  constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   /** The tool an unscripted request offering it calls until a tool_result is in its conversation (toolLoop). */

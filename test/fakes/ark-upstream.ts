@@ -49,8 +49,11 @@ export class ArkUpstream extends RecordingUpstream {
   /** Images made, by id: their pixel size. */
   readonly images = new Map<string, string>();
 
-  private constructor(readonly apiKey: string) {
+  readonly apiKey: string;
+
+  private constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   static start(apiKey: string): Promise<ArkUpstream> {

@@ -44,7 +44,11 @@ export class CallbackReceiver {
   private readonly delayTimers = new Set<NodeJS.Timeout>();
   private port = 0;
 
-  private constructor(private readonly server: http.Server) {}
+  private readonly server: http.Server;
+
+  private constructor(server: http.Server) {
+    this.server = server;
+  }
 
   static async start(): Promise<CallbackReceiver> {
     const server = http.createServer();

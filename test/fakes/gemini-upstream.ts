@@ -46,8 +46,11 @@ export class GeminiUpstream extends RecordingUpstream {
   private readonly queue: GeminiBehaviour[] = [];
   private served = 0;
 
-  constructor(private readonly apiKey: string) {
+  private readonly apiKey: string;
+
+  constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   script(...behaviours: GeminiBehaviour[]): void {

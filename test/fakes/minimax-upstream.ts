@@ -60,8 +60,11 @@ export class MinimaxUpstream extends RecordingUpstream {
   readonly tasks = new Map<number, AsyncTask>();
   private nextId = 190_000_000_000_000;
 
-  private constructor(readonly apiKey: string) {
+  readonly apiKey: string;
+
+  private constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   static start(apiKey: string): Promise<MinimaxUpstream> {

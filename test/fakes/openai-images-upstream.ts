@@ -24,8 +24,11 @@ export class FakeOpenAiImages extends RecordingUpstream {
   private held: Promise<void> | undefined;
   private releaseHeld: (() => void) | undefined;
 
-  private constructor(readonly apiKey: string) {
+  readonly apiKey: string;
+
+  private constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   static start(apiKey = 'sk-test-images'): Promise<FakeOpenAiImages> {

@@ -28,8 +28,11 @@ export class SunoUpstream extends RecordingUpstream {
   holding = false;
   readonly tasks = new Map<string, FakeTask>();
 
-  private constructor(readonly apiKey: string) {
+  readonly apiKey: string;
+
+  private constructor(apiKey: string) {
     super();
+    this.apiKey = apiKey;
   }
 
   static start(apiKey: string): Promise<SunoUpstream> {

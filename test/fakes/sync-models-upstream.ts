@@ -6,8 +6,11 @@ import { ReplyingUpstream, type RecordedRequest, type Reply } from './recording-
  * with `shape: "jina"`).
  */
 export class FakeSyncModelsUpstream extends ReplyingUpstream {
-  constructor(private readonly shape: 'cohere' | 'jina' = 'cohere') {
+  private readonly shape: 'cohere' | 'jina';
+
+  constructor(shape: 'cohere' | 'jina' = 'cohere') {
     super();
+    this.shape = shape;
   }
 
   protected route(req: RecordedRequest): Reply {

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import { TYPESCRIPT_LOADER } from './typescript-loader.ts';
 
 export interface CliResult {
   code: number | null;
@@ -11,7 +12,7 @@ export interface CliResult {
 /** Runs `gengate …` (src/cli.ts) in its own process with only the given env, and waits for it to exit. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli.ts', ...args], { env: { PATH: process.env.PATH!, ...env } });
+    const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', ...args], { env: { PATH: process.env.PATH!, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -22,12 +22,20 @@ const START_TIMEOUT_MS = 60_000;
 
 /** One `gengate serve` process of the deployment. */
 export class Instance {
+  readonly name: string;
+  readonly id: string;
+  private readonly proc: ServerProcess;
+
   private constructor(
-    readonly name: string,
+    name: string,
     /** Its INSTANCE_ID, the `server` of the tasks it runs. */
-    readonly id: string,
-    private readonly proc: ServerProcess,
-  ) {}
+    id: string,
+    proc: ServerProcess,
+  ) {
+    this.name = name;
+    this.id = id;
+    this.proc = proc;
+  }
 
   static async spawn(name: string, id: string, env: Record<string, string>): Promise<Instance> {
     return new Instance(name, id, await spawnServer({ ...env, INSTANCE_ID: id }, START_TIMEOUT_MS));
@@ -73,7 +81,11 @@ export class Instance {
 export class RealtimeClient {
   readonly messages: Json[] = [];
 
-  private constructor(private readonly ws: WebSocket) {}
+  private readonly ws: WebSocket;
+
+  private constructor(ws: WebSocket) {
+    this.ws = ws;
+  }
 
   static async open(baseUrl: string, token: string): Promise<RealtimeClient> {
     const ws = new WebSocket(`${baseUrl.replace(/^http/, 'ws')}/realtime?channel=draw`);
@@ -120,7 +132,11 @@ export class Deployment {
   token = '';
   /** The instances' REDIS_PREFIX, when they share Redis. */
   redisPrefix: string | undefined;
-  private constructor(readonly receiver: CallbackReceiver) {}
+  readonly receiver: CallbackReceiver;
+
+  private constructor(receiver: CallbackReceiver) {
+    this.receiver = receiver;
+  }
 
   /** The deployment, or why it cannot run here. */
   static async start(withRedis: boolean): Promise<Deployment | { skip: string }> {

@@ -14,10 +14,16 @@ export const CLIENT_SECRET = 'console-secret-for-tests';
 export class OidcIssuer {
   private handler: http.RequestListener = (_req, res) => res.writeHead(503).end('not configured yet');
 
+  private readonly server: http.Server;
+  readonly url: string;
+
   private constructor(
-    private readonly server: http.Server,
-    readonly url: string,
-  ) {}
+    server: http.Server,
+    url: string,
+  ) {
+    this.server = server;
+    this.url = url;
+  }
 
   /** Listens first, so the gateways can be started with its URL before it knows their callback addresses. */
   static async listen(): Promise<OidcIssuer> {

@@ -46,11 +46,18 @@ class SubmitStream {
   private running = true;
   private readonly loop: Promise<void>;
 
+  private readonly instances: ServerProcess[];
+  private readonly token: string;
+  private readonly label: string;
+
   constructor(
-    private readonly instances: ServerProcess[],
-    private readonly token: string,
-    private readonly label: string,
+    instances: ServerProcess[],
+    token: string,
+    label: string,
   ) {
+    this.instances = instances;
+    this.token = token;
+    this.label = label;
     this.loop = this.run();
   }
 

@@ -41,12 +41,22 @@ export class PrivatePostgres {
   private server: ChildProcess | undefined;
   private log = '';
 
+  private readonly binDir: string;
+  private readonly dir: string;
+  readonly port: number;
+  private readonly user: { uid: number; gid: number } | undefined;
+
   private constructor(
-    private readonly binDir: string,
-    private readonly dir: string,
-    readonly port: number,
-    private readonly user: { uid: number; gid: number } | undefined,
-  ) {}
+    binDir: string,
+    dir: string,
+    port: number,
+    user: { uid: number; gid: number } | undefined,
+  ) {
+    this.binDir = binDir;
+    this.dir = dir;
+    this.port = port;
+    this.user = user;
+  }
 
   /** postgres://… of the server's `postgres` database. */
   get url(): string {

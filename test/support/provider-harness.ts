@@ -64,7 +64,13 @@ export function providerEnv(name: string, baseUrl: string, settings: Record<stri
 
 /** A user of a gateway under test: requests with the user's token, and the user's task records. */
 export class GatewayUser {
-  constructor(readonly srv: TestServer, readonly token: string) {}
+  readonly srv: TestServer;
+  readonly token: string;
+
+  constructor(srv: TestServer, token: string) {
+    this.srv = srv;
+    this.token = token;
+  }
 
   /** Creates the user's token on `srv`. */
   static async of(srv: TestServer, userId: string): Promise<GatewayUser> {

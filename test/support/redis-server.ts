@@ -22,7 +22,11 @@ async function freePort(): Promise<number> {
 export class RedisServer {
   private child: ChildProcess | undefined;
 
-  private constructor(readonly port: number) {}
+  readonly port: number;
+
+  private constructor(port: number) {
+    this.port = port;
+  }
 
   /** The server, or why it cannot run here (no redis-server); with REQUIRE_SERVICES=1 that is an error. */
   static async start(): Promise<RedisServer | { skip: string }> {

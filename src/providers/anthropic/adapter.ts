@@ -21,10 +21,16 @@ function nativeOf(request: ChatRequest): NativeCall | undefined {
  * events come back as they came besides their chat translation.
  */
 class AnthropicChatModel implements ChatModel {
+  private readonly transport: ChatTransport;
+  private readonly opts: { provider: string; timeoutMs: number };
+
   constructor(
-    private readonly transport: ChatTransport,
-    private readonly opts: { provider: string; timeoutMs: number },
-  ) {}
+    transport: ChatTransport,
+    opts: { provider: string; timeoutMs: number },
+  ) {
+    this.transport = transport;
+    this.opts = opts;
+  }
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;

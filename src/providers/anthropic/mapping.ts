@@ -217,7 +217,11 @@ export class AnthropicStream implements StreamTranslator {
   /** Content block index → the thinking block being received, sent whole at its stop. */
   private readonly thinking = new Map<number, ThinkingBlock>();
 
-  constructor(private readonly provider: string) {}
+  private readonly provider: string;
+
+  constructor(provider: string) {
+    this.provider = provider;
+  }
 
   private chunk(delta: ChatChunk['choices'][number]['delta'], finishReason: ChatFinishReason | null = null): ChatChunk {
     return { id: this.id, object: 'chat.completion.chunk', created: this.created, model: this.model, choices: [{ index: 0, delta, finish_reason: finishReason }] };
@@ -298,7 +302,10 @@ export class NativeAnthropicStream implements StreamTranslator {
   private readonly chat: AnthropicStream;
   private failure: unknown;
 
-  constructor(private readonly provider: string) {
+  private readonly provider: string;
+
+  constructor(provider: string) {
+    this.provider = provider;
     this.chat = new AnthropicStream(provider);
   }
 

@@ -9,7 +9,13 @@ const COHERE_BASE_URL = 'https://api.cohere.com/v2';
 
 /** A rerank API of the Cohere v2 / Jina shape (POST {base}/rerank). */
 export class RerankApiModel implements RerankModel {
-  constructor(private readonly client: UpstreamClient, private readonly provider: string) {}
+  private readonly client: UpstreamClient;
+  private readonly provider: string;
+
+  constructor(client: UpstreamClient, provider: string) {
+    this.client = client;
+    this.provider = provider;
+  }
 
   async rerank(request: RerankRequest, { signal }: ChatCallOptions): Promise<RerankResult> {
     const res = await syncRequest(this.client, { path: '/rerank', json: rerankBody(request), signal });

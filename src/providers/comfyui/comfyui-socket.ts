@@ -31,7 +31,11 @@ export class ComfySocket {
   readonly #prompts = new Map<string, PromptProgress>();
   readonly #waiters = new Map<string, Set<() => void>>();
 
-  constructor(private readonly opts: ComfySocketOptions) {}
+  private readonly opts: ComfySocketOptions;
+
+  constructor(opts: ComfySocketOptions) {
+    this.opts = opts;
+  }
 
   get connected(): boolean {
     return this.#ws?.readyState === WebSocket.OPEN;

@@ -167,7 +167,14 @@ export class WorkflowFolder {
   #catalog: WorkflowCatalog;
   #signature: string;
 
-  constructor(readonly dir: string, private readonly providerCode: string, private readonly logger: Logger) {
+  readonly dir: string;
+  private readonly providerCode: string;
+  private readonly logger: Logger;
+
+  constructor(dir: string, providerCode: string, logger: Logger) {
+    this.dir = dir;
+    this.providerCode = providerCode;
+    this.logger = logger;
     this.#signature = folderSignature(dir);
     this.#catalog = new WorkflowCatalog(loadWorkflows(dir), providerCode);
   }

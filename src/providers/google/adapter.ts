@@ -12,10 +12,16 @@ const GEMINI_BASE_URL = 'https://generativelanguage.googleapis.com/v1beta';
  * `:streamGenerateContent?alt=sse` when streaming, key as `x-goog-api-key`.
  */
 class GeminiChatModel implements ChatModel {
+  private readonly transport: ChatTransport;
+  private readonly opts: { provider: string; timeoutMs: number };
+
   constructor(
-    private readonly transport: ChatTransport,
-    private readonly opts: { provider: string; timeoutMs: number },
-  ) {}
+    transport: ChatTransport,
+    opts: { provider: string; timeoutMs: number },
+  ) {
+    this.transport = transport;
+    this.opts = opts;
+  }
 
   private path(request: ChatRequest, method: string): string {
     return `/models/${encodeURIComponent(request.model.defaultRealModelName)}:${method}`;

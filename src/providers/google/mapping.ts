@@ -248,10 +248,13 @@ export class GeminiStream implements StreamTranslator {
   private toolCalls = 0;
   private finishReason: ChatFinishReason | undefined;
 
+  private readonly provider: string;
+
   constructor(
-    private readonly provider: string,
+    provider: string,
     model: string,
   ) {
+    this.provider = provider;
     this.model = model;
   }
 

@@ -12,8 +12,11 @@ const STDERR_TAIL_CHARS = 2000;
 
 /** ffmpeg exited with an error; `stderr` holds the end of its log. */
 export class FfmpegError extends Error {
-  constructor(message: string, readonly stderr: string) {
+  readonly stderr: string;
+
+  constructor(message: string, stderr: string) {
     super(message);
+    this.stderr = stderr;
   }
 }
 

@@ -53,7 +53,11 @@ export class LocalEngine implements GenerationEngine {
   readonly cancellable = true;
   readonly serves: EngineDeclaration = LOCAL_DECLARATION;
 
-  constructor(private readonly opts: LocalEngineOptions) {}
+  private readonly opts: LocalEngineOptions;
+
+  constructor(opts: LocalEngineOptions) {
+    this.opts = opts;
+  }
 
   private async handlerOf(job: GenerationJob): Promise<LocalHandler> {
     // The table pairs each endpoint with a handler of that endpoint's input, so the job's own

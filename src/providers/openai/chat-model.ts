@@ -47,10 +47,15 @@ export function chatBody(request: ChatRequest, stream: boolean): string {
 export class OpenAiChatModel implements ChatModel {
   readonly responses: ResponsesApi | undefined;
 
+  private readonly transport: ChatTransport;
+  private readonly opts: { provider: string; timeoutMs: number; servesResponses?: boolean };
+
   constructor(
-    private readonly transport: ChatTransport,
-    private readonly opts: { provider: string; timeoutMs: number; servesResponses?: boolean },
+    transport: ChatTransport,
+    opts: { provider: string; timeoutMs: number; servesResponses?: boolean },
   ) {
+    this.transport = transport;
+    this.opts = opts;
     this.responses = opts.servesResponses ? new OpenAiResponsesApi(transport, opts) : undefined;
   }
 

@@ -10,7 +10,11 @@ import { OpenAiChat, OpenAiError, OpenAiErrorText, OpenAiStreamFailure } from '.
 class OpenAiStream implements StreamTranslator {
   finished = false;
 
-  constructor(private readonly provider: string) {}
+  private readonly provider: string;
+
+  constructor(provider: string) {
+    this.provider = provider;
+  }
 
   push(data: string): ChatChunk[] {
     if (data === '[DONE]') {

@@ -75,7 +75,10 @@ export class ChatTransport {
   readonly #basePath: string;
   readonly #headers: Record<string, string>;
 
-  constructor(private readonly opts: ChatTransportOptions) {
+  private readonly opts: ChatTransportOptions;
+
+  constructor(opts: ChatTransportOptions) {
+    this.opts = opts;
     const base = new URL(opts.baseURL);
     this.#pool = new Pool(base.origin, { connections: opts.concurrency, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
     this.#basePath = base.pathname.replace(/\/+$/, '');

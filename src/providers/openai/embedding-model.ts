@@ -27,7 +27,13 @@ function vectorOf(embedding: number[] | string | undefined, provider: string): n
 
 /** An OpenAI-compatible embeddings API (POST {base}/embeddings). */
 export class OpenAiEmbeddingModel implements EmbeddingModel {
-  constructor(private readonly client: UpstreamClient, private readonly provider: string) {}
+  private readonly client: UpstreamClient;
+  private readonly provider: string;
+
+  constructor(client: UpstreamClient, provider: string) {
+    this.client = client;
+    this.provider = provider;
+  }
 
   async embed(request: EmbeddingRequest, { signal }: ChatCallOptions): Promise<EmbeddingResult> {
     const res = await syncRequest(this.client, { path: '/embeddings', json: embeddingsBody(request), signal });

@@ -29,10 +29,16 @@ export function chatUsageOf(usage: ResponsesUsage): ChatUsage {
 }
 
 export class OpenAiResponsesApi implements ResponsesApi {
+  private readonly transport: ChatTransport;
+  private readonly opts: { provider: string; timeoutMs: number };
+
   constructor(
-    private readonly transport: ChatTransport,
-    private readonly opts: { provider: string; timeoutMs: number },
-  ) {}
+    transport: ChatTransport,
+    opts: { provider: string; timeoutMs: number },
+  ) {
+    this.transport = transport;
+    this.opts = opts;
+  }
 
   async respond(model: LiveModel, body: Record<string, unknown>, { signal }: ChatCallOptions): Promise<UpstreamResponses> {
     const { provider } = this.opts;

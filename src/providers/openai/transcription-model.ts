@@ -20,7 +20,13 @@ export function transcriptionForm(request: TranscriptionRequest): FormData {
 
 /** An OpenAI-compatible transcription API (POST {base}/audio/transcriptions). */
 export class OpenAiTranscriptionModel implements TranscriptionModel {
-  constructor(private readonly client: UpstreamClient, private readonly provider: string) {}
+  private readonly client: UpstreamClient;
+  private readonly provider: string;
+
+  constructor(client: UpstreamClient, provider: string) {
+    this.client = client;
+    this.provider = provider;
+  }
 
   async transcribe(request: TranscriptionRequest, { signal }: ChatCallOptions): Promise<Transcription> {
     const res = await syncRequest(this.client, { path: '/audio/transcriptions', body: transcriptionForm(request), signal });

@@ -9,7 +9,10 @@ import type { BlobStore } from './blob-store.ts';
 export class FsBlobStore implements BlobStore {
   private readonly tmpDir: string;
 
-  constructor(private readonly root: string) {
+  private readonly root: string;
+
+  constructor(root: string) {
+    this.root = root;
     this.tmpDir = path.join(root, '.tmp');
     fs.mkdirSync(this.tmpDir, { recursive: true });
   }

@@ -62,7 +62,10 @@ function isNotFound(err: unknown): boolean {
 export class S3BlobStore implements BlobStore {
   private readonly client: S3Client;
 
-  constructor(private readonly opts: S3BlobStoreOptions) {
+  private readonly opts: S3BlobStoreOptions;
+
+  constructor(opts: S3BlobStoreOptions) {
+    this.opts = opts;
     this.client = new S3Client({
       region: opts.region,
       endpoint: opts.endpoint,

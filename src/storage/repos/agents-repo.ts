@@ -26,7 +26,11 @@ export interface DocumentWithSize extends Omit<AgentDocumentRow, 'content'> {
  * SQLite, a tsquery against the generated tsvector ranked by ts_rank on PostgreSQL.
  */
 export class AgentsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** Stores an agent; a new main agent takes the flag from the previous one. */
   async insertAgent(row: AgentRow): Promise<void> {

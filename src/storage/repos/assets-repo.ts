@@ -83,7 +83,11 @@ function filterExpr(eb: AnyEb, f: AssetFilter, excludeMissing: boolean): Express
 
 /** All SQL of the asset registry. */
 export class AssetsRepo {
-  constructor(private readonly db: DbHandle) {}
+  private readonly db: DbHandle;
+
+  constructor(db: DbHandle) {
+    this.db = db;
+  }
 
   private get k() {
     return this.db.kysely;

@@ -37,7 +37,11 @@ export async function insertAuditRows(db: Transaction<Database> | Kysely<Databas
 
 /** The audit log: appended to, read newest first, and trimmed by age only. */
 export class AuditRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(rows: readonly AuditRowInput[]): Promise<void> {
     await insertAuditRows(this.db.kysely, rows);

@@ -22,7 +22,11 @@ export interface BatchEnd {
 
 /** SQL for batches (/openai/v1/batches), their leases and their lines. */
 export class BatchesRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(row: BatchRow): Promise<void> {
     await this.db.kysely.insertInto('batches').values(row).execute();

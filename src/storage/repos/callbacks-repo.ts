@@ -18,7 +18,11 @@ export interface RecordedAttempt {
 
 /** The callback outbox: due deliveries, the tries at them and their outcome. */
 export class CallbacksRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /**
    * Leases up to `limit` due deliveries until `leaseUntil`: pending, due, nobody sending them,

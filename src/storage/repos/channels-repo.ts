@@ -3,7 +3,11 @@ import type { ChannelDisableRow } from '../schema.ts';
 
 /** Disabled channels (provider, name) with their reason. */
 export class ChannelsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async disabled(): Promise<ChannelDisableRow[]> {
     return this.db.kysely.selectFrom('channel_disables').selectAll().execute();

@@ -13,7 +13,11 @@ export interface ConfigChange {
 
 /** The providers, channels, models and MCP servers set through the admin API, and their version. */
 export class ConfigRecordsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** Every record with the version they make up, read together. */
   async load(): Promise<{ version: number; records: ConfigRecord[] }> {

@@ -3,7 +3,11 @@ import type { Db } from '../db.ts';
 
 /** SQL for chat conversations: each owner's messages of a conversation, in order. */
 export class ConversationsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** The stored messages of the owner's conversation, oldest first; none for an unknown one. */
   async history(ownerId: string, conversationId: string): Promise<ChatMessage[]> {

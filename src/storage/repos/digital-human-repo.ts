@@ -3,7 +3,11 @@ import type { DigitalHumanRow } from '../schema.ts';
 
 /** SQL for digital-human resources. */
 export class DigitalHumanRepo {
-  constructor(private readonly db: DbHandle) {}
+  private readonly db: DbHandle;
+
+  constructor(db: DbHandle) {
+    this.db = db;
+  }
 
   /** The same queries through `db`, a transaction in progress. */
   in(db: DbHandle): DigitalHumanRepo {

@@ -16,7 +16,11 @@ function heldByAsset(eb: ExpressionBuilder<Database, 'files'>) {
 
 /** SQL for temporary uploaded and generated files. */
 export class FilesRepo {
-  constructor(private readonly db: DbHandle) {}
+  private readonly db: DbHandle;
+
+  constructor(db: DbHandle) {
+    this.db = db;
+  }
 
   /** The same queries through `db`, a transaction in progress. */
   in(db: DbHandle): FilesRepo {

@@ -5,7 +5,11 @@ export type IdempotencyScope = Pick<IdempotencyKeyRow, 'user_id' | 'scope' | 'ke
 
 /** Idempotency keys and the first answers kept under them. */
 export class IdempotencyRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** Claims the key for a first call; false when a row holds it already. */
   async claim(row: IdempotencyKeyRow): Promise<boolean> {

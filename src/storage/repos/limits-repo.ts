@@ -7,7 +7,11 @@ export type SubjectKind = 'token' | 'user' | 'team';
 
 /** Limits of tokens and users, and what a subject has spent and holds, read to seed the counters. */
 export class LimitsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async tokenLimits(tokenId: string): Promise<{ user_id: string; limits: string | null } | undefined> {
     return this.db.kysely.selectFrom('api_tokens').select(['user_id', 'limits']).where('id', '=', tokenId).executeTakeFirst();

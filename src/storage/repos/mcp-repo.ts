@@ -3,7 +3,11 @@ import type { McpSessionRow } from '../schema.ts';
 
 /** SQL of MCP: the tool patterns of tokens and users, and the sessions of /mcp. */
 export class McpRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** The token's patterns (JSON) and user; undefined when the token is unknown. */
   async tokenTools(tokenId: string): Promise<{ user_id: string; mcp_tools: string | null } | undefined> {

@@ -13,7 +13,11 @@ export interface TaskOutputAsset {
 
 /** SQL for 3D histories and materials. */
 export class Mesh3dRepo {
-  constructor(private readonly db: DbHandle) {}
+  private readonly db: DbHandle;
+
+  constructor(db: DbHandle) {
+    this.db = db;
+  }
 
   /** The same queries through `db`, a transaction in progress. */
   in(db: DbHandle): Mesh3dRepo {

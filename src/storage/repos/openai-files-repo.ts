@@ -3,7 +3,11 @@ import type { OpenAiFileRow } from '../schema.ts';
 
 /** SQL for the files of OpenAI's Files API (/openai/v1/files). */
 export class OpenAiFilesRepo {
-  constructor(private readonly db: DbHandle) {}
+  private readonly db: DbHandle;
+
+  constructor(db: DbHandle) {
+    this.db = db;
+  }
 
   /** The same queries through `db`, a transaction in progress. */
   in(db: DbHandle): OpenAiFilesRepo {

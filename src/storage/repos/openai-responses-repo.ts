@@ -9,7 +9,11 @@ export interface StoredResponse {
 
 /** SQL for the responses of /openai/v1/responses. */
 export class OpenAiResponsesRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(ownerId: string, id: string, stored: StoredResponse, now = Date.now()): Promise<void> {
     await this.db.kysely

@@ -13,7 +13,11 @@ export interface WindowSums {
 
 /** The console's overview: ledger sums over recent windows and tasks by status, each one bounded query. */
 export class OverviewRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /**
    * Sums of the raw ledger rows begun since each of `sinces` (ascending), read in one range scan

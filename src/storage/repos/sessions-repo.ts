@@ -3,7 +3,11 @@ import type { ConsoleSessionRow, OidcLoginRow } from '../schema.ts';
 
 /** SQL for console sessions and the OpenID Connect sign-ins under way. */
 export class SessionsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(row: ConsoleSessionRow): Promise<void> {
     await this.db.kysely.insertInto('console_sessions').values(row).execute();

@@ -2,7 +2,11 @@ import type { Db } from '../db.ts';
 
 /** Key/value operator settings stored as JSON text. */
 export class SettingsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async get<T>(key: string): Promise<T | undefined> {
     const row = await this.db.kysely.selectFrom('settings').select('value').where('key', '=', key).executeTakeFirst();

@@ -3,7 +3,11 @@ import type { SkillRow } from '../schema.ts';
 
 /** SQL for personal skills: each owner sees only its own. */
 export class SkillsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(row: SkillRow): Promise<void> {
     await this.db.kysely.insertInto('skills').values(row).execute();

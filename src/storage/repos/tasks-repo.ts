@@ -26,7 +26,10 @@ export class TasksRepo {
   private pendingInserts: { row: TaskRow; delivery: CallbackDeliveryRow | undefined; events: TaskEventRow[] }[] = [];
   private insertFlush: Promise<void> | undefined;
 
-  constructor(private readonly db: Db) {
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
     this.writes = new TransactionBatcher(db.kysely);
   }
 

@@ -10,7 +10,11 @@ export interface Membership {
 
 /** SQL for teams and their members. */
 export class TeamsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** Inserts a team; answers false when its id is taken. */
   async insert(row: TeamRow): Promise<boolean> {

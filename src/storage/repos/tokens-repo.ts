@@ -11,7 +11,11 @@ export interface TokenScope {
 
 /** SQL for users and their API tokens. */
 export class TokensRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   /** Inserts the token, creating its user on first use. */
   async insert(row: ApiTokenRow): Promise<void> {

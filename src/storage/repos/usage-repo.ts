@@ -145,7 +145,10 @@ export class UsageRepo {
   private pendingCalls: UsageLedgerRow[] = [];
   private pendingWrite: PendingWrite | undefined;
 
-  constructor(private readonly db: Db) {
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
     this.writes = new TransactionBatcher(db.kysely);
   }
 

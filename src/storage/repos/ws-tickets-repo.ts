@@ -3,7 +3,11 @@ import type { WsTicketRow } from '../schema.ts';
 
 /** SQL for single-use realtime tickets. */
 export class WsTicketsRepo {
-  constructor(private readonly db: Db) {}
+  private readonly db: Db;
+
+  constructor(db: Db) {
+    this.db = db;
+  }
 
   async insert(row: WsTicketRow): Promise<void> {
     await this.db.kysely.insertInto('ws_tickets').values(row).execute();

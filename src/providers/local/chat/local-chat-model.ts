@@ -30,7 +30,11 @@ export interface LocalChatModelOptions {
  * localReply), streamed in several chunks, with token usage counted.
  */
 export class LocalChatModel implements ChatModel {
-  constructor(private readonly opts: LocalChatModelOptions) {}
+  private readonly opts: LocalChatModelOptions;
+
+  constructor(opts: LocalChatModelOptions) {
+    this.opts = opts;
+  }
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     signal.throwIfAborted();
