@@ -289,7 +289,7 @@ describe('secrets at rest', () => {
     const key1 = newSecretKey();
     const key2 = newSecretKey();
     const apiKey = `sk-live-${randomBytes(16).toString('hex')}`;
-    const env = { DATA_DIR: dataDir, GENGATE_CONFIG: config(upstream), ADMIN_TOKEN: `admin-${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'debug', [KEY_ENV]: FILE_KEY };
+    const env = { DATA_DIR: dataDir, GENGATE_CONFIG: config(upstream), ADMIN_TOKEN: `admin-${randomBytes(6).toString('hex')}`, LOG_LEVEL: 'debug', FETCH_ALLOW_HOSTS: '127.0.0.1', [KEY_ENV]: FILE_KEY };
     try {
       let proc = await spawnServer({ ...env, GENGATE_SECRET_KEY: key1 });
       const call = (method: string, pathname: string, body?: unknown) => fetch(proc!.url + pathname, { method, headers: { authorization: `Bearer ${env.ADMIN_TOKEN}`, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
