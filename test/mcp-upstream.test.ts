@@ -32,6 +32,8 @@ describe('upstream MCP servers', () => {
   before(async () => {
     upstream = await startFakeMcpUpstream();
     const config = { mcp_servers: [{ name: 'up', url: upstream.url, headers: { 'x-secret': 'env:UP_SECRET', 'x-plain': 'plain-value' }, tools: ['echo', 'slow'] }] };
+    // Settings read env: values from the server's environment, the runtime settings from the process's: both have it.
+    process.env.UP_SECRET = 's3cret';
     srv = await startTestServer({ GENGATE_CONFIG: JSON.stringify(config), UP_SECRET: 's3cret' });
     token = await srv.tokenFor('una');
   });
