@@ -24,10 +24,9 @@ const NAMESPACE = {
   ],
 };
 const APPLY_PATCH = { type: 'custom', name: 'apply_patch', description: 'Edit files with a patch', format: { type: 'grammar', syntax: 'lark', definition: 'start: "*** Begin Patch" /.+/s' } };
-/** Tools only an upstream's own Responses API runs, with the type each is named by. */
+/** Tools only an upstream's own Responses API runs, with the type each is named by (`mcp` tools the gateway runs itself: test/mcp-agent.test.ts). */
 const HOSTED_TOOLS = [
   { type: 'web_search', external_web_access: false },
-  { type: 'mcp', server_label: 'docs', server_url: 'https://mcp.example.com/sse', require_approval: 'never' },
   { type: 'local_shell' },
   { type: 'code_interpreter', container: { type: 'auto' } },
   { type: 'image_generation' },
@@ -74,7 +73,7 @@ function codexBody(model: string, lastUserText: string, stream: boolean): Json {
 }
 
 /** The dropped tools and items the warnings header names for codexBody (tool type, or item type at its index). */
-const DROPPED = ['tools[3] (web_search)', 'tools[4] (mcp)', 'tools[5] (local_shell)', 'tools[6] (code_interpreter)', 'tools[7] (image_generation)', 'tools[8] (file_search)', 'input[2] (reasoning)', 'input[9] (web_search_call)'];
+const DROPPED = ['tools[3] (web_search)', 'tools[4] (local_shell)', 'tools[5] (code_interpreter)', 'tools[6] (image_generation)', 'tools[7] (file_search)', 'input[2] (reasoning)', 'input[9] (web_search_call)'];
 
 /** The events of a streamed answer, parsed from its text (`event:` + `data:` frames). */
 function eventsOf(text: string): Json[] {

@@ -69,7 +69,7 @@ describe('runtime settings through the admin API', () => {
 
   before(async () => {
     [a, b] = await Promise.all([startFakeChatUpstream(), startFakeChatUpstream()]);
-    server = await startTestServer({ GENGATE_CONFIG: config(a), GENGATE_SECRET_KEY: newSecretKey() });
+    server = await startTestServer({ GENGATE_CONFIG: config(a), GENGATE_SECRET_KEY: newSecretKey(), [KEY_ENV]: FILE_KEY });
     token = await server.tokenFor('alice');
   });
   after(async () => {
@@ -269,7 +269,7 @@ describe('runtime settings through the admin API', () => {
 describe('secrets at rest', () => {
   it('without GENGATE_SECRET_KEY refuses to store a secret, naming the field, while other changes work', async () => {
     const upstream = await startFakeChatUpstream();
-    const server = await startTestServer({ GENGATE_CONFIG: config(upstream) });
+    const server = await startTestServer({ GENGATE_CONFIG: config(upstream), [KEY_ENV]: FILE_KEY });
     try {
       const key = await admin(server, 'POST', '/admin/providers/openai/channels', { name: 'keyed', api_key: 'sk-some-key-1234' });
       assert.deepEqual([key.status, key.body.error.code, key.body.error.param], [400, 'secret_key_not_configured', 'api_key']);
