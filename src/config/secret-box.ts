@@ -77,11 +77,13 @@ export function isSealedSecret(value: unknown): value is SealedSecret {
 }
 
 /**
- * The text with every run of five or more characters that also occurs in one of the secrets
- * replaced by `***`: an upstream error echoing a key, whole or in part, shows none of it.
+ * The text with every run of eight or more characters that also occurs in one of the secrets
+ * replaced by `***`: an upstream error echoing a key, whole or in part (OpenAI shows its first
+ * characters and last four), shows none of its distinctive part. Shorter runs are left: a key's
+ * readable words (its provider's name) occur in ordinary error text.
  */
 export function scrubSecrets(text: string, secrets: readonly string[]): string {
-  const MIN = 5;
+  const MIN = 8;
   let out = text;
   for (const secret of secrets) {
     if (secret.length < MIN) continue;

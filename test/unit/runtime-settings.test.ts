@@ -41,6 +41,7 @@ describe('scrubSecrets', () => {
     const key = 'sk-proj-AbCdEfGhIjKlMnOp1234';
     assert.equal(scrubSecrets(`Incorrect API key provided: sk-proj-AbCd***1234. You passed ${key}.`, [key]), 'Incorrect API key provided: ******1234. You passed ***.');
     assert.equal(scrubSecrets('nothing to see', [key]), 'nothing to see');
+    assert.equal(scrubSecrets('minimax refused the request', ['minimax-test-key']), 'minimax refused the request');
   });
 });
 
