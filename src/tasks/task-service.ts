@@ -457,13 +457,12 @@ export class TaskService {
   private async announce(row: TaskRow, record: TaskStatusRecord, events: readonly TaskEventRow[]): Promise<void> {
     this.opts.observe?.(row);
     const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record };
-    try {
-      await this.bus.publish('task.status', event);
-    } catch (err) {
+    const published = this.bus.publish('task.status', event).catch((err: unknown) => {
       // The change is stored; readers, waiters' re-reads and callbacks still see it.
       this.opts.logger.error({ err, taskId: row.id }, 'publishing a task event failed');
-    }
-    await this.publishEvents(row.id, events);
+    });
+    // Side by side: a stalled bus costs one publish timeout, not two.
+    await Promise.all([published, this.publishEvents(row.id, events)]);
   }
 
   private async publishEvents(taskId: string, events: readonly TaskEventRow[]): Promise<void> {
