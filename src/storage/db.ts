@@ -184,9 +184,15 @@ async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefi
   // The migration bookkeeping lives beside the tables, so schemas sharing a database stay independent.
   // Unordered: a store created before a lower-numbered migration was added still takes it on upgrade.
   const migrator = new Migrator({ db: kysely, provider, allowUnorderedMigrations: true, ...(schema ? { migrationTableSchema: schema } : {}) });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) {
+  for (let attempt = 1; ; attempt++) {
+    const { error, results } = await migrator.migrateToLatest();
+    if (!error) return;
+    const message = (error as Error).message;
+    // The migrator looks for its tables among every schema's; a schema another store drops
+    // meanwhile fails that look ("schema … does not exist") and says nothing of ours: look again.
+    const otherSchemaGone = /^schema ".*" does not exist$/.test(message) && !(schema && message.includes(`"${schema}"`));
+    if (otherSchemaGone && attempt < 5) continue;
     const failed = results?.find((r) => r.status === 'Error');
-    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message}`);
+    throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${message}`);
   }
 }
