@@ -191,7 +191,9 @@ async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefi
     // The migrator looks for its tables among every schema's; a schema another store drops
     // meanwhile fails that look ("schema … does not exist") and says nothing of ours: look again.
     const otherSchemaGone = /^schema ".*" does not exist$/.test(message) && !(schema && message.includes(`"${schema}"`));
-    if (otherSchemaGone && attempt < 5) continue;
+    // Two instances starting at once both create the migrator's tables; the one that loses looks again.
+    const createdMeanwhile = message.includes('pg_type_typname_nsp_index');
+    if ((otherSchemaGone || createdMeanwhile) && attempt < 5) continue;
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${message}`);
   }
