@@ -30,8 +30,6 @@ interface TaskJobData {
 /** A task this process runs. */
 interface Run {
   controller: AbortController;
-  /** Lock tokens of the jobs that stand for this run: the one it started from, and the task's jobs queued again while it ran. */
-  tokens: Set<string>;
   /** Resolves when the run is over: true when it stopped short (shutdown, taken over) and the task is handed back. */
   over: Promise<boolean>;
 }
@@ -152,13 +150,12 @@ export class BullMqTaskQueue implements TaskQueue {
     if (current) {
       // The task was queued again while this process runs it (Redis lost its job): this job now
       // stands for that run, which goes on undisturbed, and ends with it.
-      if (job.token) current.tokens.add(job.token);
       if (await current.over) throw new WaitingError('handed back');
       return;
     }
     const controller = new AbortController();
     let over!: (handedBack: boolean) => void;
-    this.runs.set(taskId, { controller, tokens: new Set(job.token ? [job.token] : []), over: new Promise((resolve) => (over = resolve)) });
+    this.runs.set(taskId, { controller, over: new Promise((resolve) => (over = resolve)) });
     try {
       await handler({ taskId, attempt: Math.max(1, job.attemptsStarted), signal: controller.signal });
     } catch (err) {
@@ -175,15 +172,18 @@ export class BullMqTaskQueue implements TaskQueue {
   /**
    * Runs whose job lock could not be renewed stop when another worker holds the job now: it runs
    * the task. A job without a lock (Redis lost it, or it waits to be fetched again) is nobody
-   * else's, and the run goes on.
+   * else's, and the run goes on. A lock of this worker (its tokens are `<worker id>:<n>`) is the
+   * run's own job or the task's job queued again and fetched here, which joins the run (perhaps a
+   * moment after this read).
    */
   private async stopTakenOver(ids: string[]): Promise<void> {
+    const ownTokens = `${this.worker?.id}:`;
     for (const id of ids) {
       const run = this.runs.get(id);
       if (!run) continue;
       try {
         const holder = await this.redis.get(`${this.queue.toKey(id)}:lock`);
-        if (holder !== null && !run.tokens.has(holder)) run.controller.abort(new Error('another worker took the task over'));
+        if (holder !== null && !holder.startsWith(ownTokens)) run.controller.abort(new Error('another worker took the task over'));
       } catch (err) {
         // The next renewal asks again.
         this.opts.logger.warn({ err, taskId: id }, 'reading the holder of a task job failed');
