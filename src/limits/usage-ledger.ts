@@ -88,6 +88,11 @@ export class UsageLedger {
     return (this.opts.now ?? Date.now)();
   }
 
+  /** Resolves once the ledger rows of the calls ended so far are stored. */
+  written(): Promise<void> {
+    return this.repo.writtenCalls();
+  }
+
   /** Usage sums of everything, of a user (`userId`), or within a scope (`scope`, a console role's). */
   async usage(query: { from?: string; to?: string; group_by?: UsageGroup; team_id?: string }, userId?: string, scope?: RowScope): Promise<{ rows: UsageRow[] }> {
     const to = timeParam(query.to, 'to') ?? this.now() + 1;

@@ -8,12 +8,15 @@ import type { Database } from './schema.ts';
 import { migrations } from './migrations/index.ts';
 import { asDatabaseUnavailable } from './database-unavailable.ts';
 import { SQLite } from './sqlite-driver.ts';
+import { sqliteBackgroundWriter, type BackgroundWriter } from './background-writer.ts';
 
 export type Dialect = 'sqlite' | 'postgres';
 
 export interface Db {
   kysely: Kysely<Database>;
   dialect: Dialect;
+  /** SQLite: writes no caller waits on, run off the event loop (PostgreSQL's driver is asynchronous already). */
+  background?: BackgroundWriter;
   close(): Promise<void>;
 }
 
@@ -46,7 +49,8 @@ export async function openDb(opts: OpenDbOptions): Promise<Db> {
 function openSqlite(dataDir: string, exclusive: boolean): Db {
   fs.mkdirSync(dataDir, { recursive: true });
   const lock = exclusive ? lockDataDir(dataDir) : undefined;
-  const database = new SQLite(path.join(dataDir, 'gengate.db'));
+  const file = path.join(dataDir, 'gengate.db');
+  const database = new SQLite(file);
   database.pragma('journal_mode = WAL');
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
@@ -54,10 +58,13 @@ function openSqlite(dataDir: string, exclusive: boolean): Db {
   // SQLite's own lower() folds ASCII only; case-insensitive search must fold like PostgreSQL's.
   database.function('lower', { deterministic: true }, (text: unknown) => (typeof text === 'string' ? text.toLowerCase() : text));
   const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(database) }) });
+  const background = sqliteBackgroundWriter(file);
   return {
     kysely,
     dialect: 'sqlite',
+    background,
     close: async () => {
+      await background.close();
       await kysely.destroy();
       lock?.close();
     },

@@ -10,4 +10,8 @@ import type BetterSqlite3 from 'better-sqlite3';
 const NODE_MAJOR = Number(process.versions.node.split('.')[0]);
 const require = createRequire(import.meta.url);
 
-export const SQLite = require(NODE_MAJOR >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3') as typeof BetterSqlite3;
+const DRIVER = NODE_MAJOR >= 22 ? 'better-sqlite3-napi' : 'better-sqlite3';
+
+export const SQLite = require(DRIVER) as typeof BetterSqlite3;
+/** Where the driver's module is, for a worker thread to load the same one. */
+export const SQLITE_DRIVER_PATH = require.resolve(DRIVER);

@@ -72,7 +72,7 @@ export const consolePageRoutes: FastifyPluginAsyncTypebox = async (app) => {
 
 /** The read APIs only the console's admin pages need (the admin group's). */
 export const adminConsoleRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const overview = new OverviewService(new OverviewRepo(services.db));
+  const overview = new OverviewService(new OverviewRepo(services.db, () => services.usage.written()));
 
   app.get('/admin/overview', {
     schema: { tags: ['admin'], summary: 'Calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },
@@ -94,7 +94,7 @@ export const adminConsoleRoutes = (services: AppServices): FastifyPluginAsyncTyp
 
 /** The caller's own overview, for the console's user pages. */
 export const overviewRoutes = (services: AppServices): FastifyPluginAsyncTypebox => async (app) => {
-  const overview = new OverviewService(new OverviewRepo(services.db));
+  const overview = new OverviewService(new OverviewRepo(services.db, () => services.usage.written()));
 
   app.get('/v1/overview', {
     schema: { tags: ['usage'], summary: 'Your calls, errors, latency, spend and tasks by status over the last hour, day and week', security, response: { 200: Overview } },

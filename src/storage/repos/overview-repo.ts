@@ -14,9 +14,12 @@ export interface WindowSums {
 /** The console's overview: ledger sums over recent windows and tasks by status, each one bounded query. */
 export class OverviewRepo {
   private readonly db: Db;
+  /** Waits for the ledger rows of calls that ended but are still being written (UsageRepo.writtenCalls). */
+  private readonly ledgerWritten: () => Promise<void>;
 
-  constructor(db: Db) {
+  constructor(db: Db, ledgerWritten: () => Promise<void>) {
     this.db = db;
+    this.ledgerWritten = ledgerWritten;
   }
 
   /**
@@ -24,6 +27,7 @@ export class OverviewRepo {
    * from the oldest; for windows of hours, where the rows are few enough to read.
    */
   async recentSums(sinces: readonly number[], userId: string | undefined): Promise<WindowSums[]> {
+    await this.ledgerWritten();
     const oldest = Math.min(...sinces);
     const isError = sql<number>`case when status in (${sql.join(ERROR_STATUSES)}) then 1 else 0 end`;
     let q = this.db.kysely.selectFrom('usage_ledger').where('created_at', '>=', oldest);
@@ -55,6 +59,7 @@ export class OverviewRepo {
 
   /** Sums of the daily aggregate from the UTC day `fromDay` (YYYY-MM-DD) on: days of calls, never the raw rows. */
   async dailySums(fromDay: string, userId: string | undefined): Promise<WindowSums> {
+    await this.ledgerWritten();
     let q = this.db.kysely.selectFrom('usage_daily').where('day', '>=', fromDay);
     if (userId !== undefined) q = q.where('user_id', '=', userId);
     const row = await q

@@ -1,4 +1,5 @@
-import { sql, type ExpressionBuilder, type SelectQueryBuilder } from 'kysely';
+import { sql, type Compilable, type ExpressionBuilder, type InsertQueryBuilder, type InsertResult, type SelectQueryBuilder } from 'kysely';
+import type { RepeatedStatement } from '../background-writer.ts';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
@@ -103,6 +104,32 @@ function dailyOf(row: UsageLedgerRow): UsageDailyRow {
   };
 }
 
+/** Adds a day's sums to its aggregate row when that row exists. */
+function dailyUpsert<Q extends InsertQueryBuilder<Database, 'usage_daily', InsertResult>>(insert: Q): Q {
+  return insert.onConflict((oc) =>
+    oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) =>
+      Object.fromEntries(SUMMED.map((field) => [field, eb(`usage_daily.${field}`, '+', eb.ref(`excluded.${field}`))])),
+    ),
+  ) as Q;
+}
+
+/**
+ * An insert of one row, compiled once and run for each of `rows` (rows of one shape, every field
+ * set): their values in the order of the columns Kysely compiled, which is the first row's own.
+ */
+function repeatedInsert<T extends keyof Database, R extends object>(
+  insert: InsertQueryBuilder<Database, T, InsertResult>,
+  rows: readonly R[],
+  finish: (q: InsertQueryBuilder<Database, T, InsertResult>) => Compilable = (q) => q,
+): RepeatedStatement {
+  // Kysely leaves out the columns whose value is undefined.
+  const columns = (Object.keys(rows[0]!) as (keyof R)[]).filter((column) => rows[0]![column] !== undefined);
+  return {
+    sql: finish(insert.values(rows[0] as never)).compile().sql,
+    rows: rows.map((row) => columns.map((column) => row[column] ?? null)),
+  };
+}
+
 /** The aggregates of many rows: one per day, user, token, model and provider. */
 function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
   const merged = new Map<string, UsageDailyRow>();
@@ -116,14 +143,22 @@ function mergedDaily(rows: UsageLedgerRow[]): UsageDailyRow[] {
   return [...merged.values()];
 }
 
+/**
+ * How long call rows gather before they are written together. Each write is synchronous work on
+ * the event loop for an embedded store (a transaction, the insert, the aggregates), so a busy
+ * gateway writes a few large batches rather than one small batch per turn of the loop; rows held
+ * this long still die young in the heap.
+ */
+const CALL_ROWS_GATHER_MS = 20;
+
 interface PendingWrite {
   done: Promise<void>;
   resolve: () => void;
   reject: (err: unknown) => void;
-  immediate: NodeJS.Immediate;
+  timer: NodeJS.Timeout;
 }
 
-/** A write of waiting rows, started by `flush` at the end of this turn of the event loop unless started sooner. */
+/** A write of waiting rows, started by `flush` after CALL_ROWS_GATHER_MS unless started sooner. */
 function pendingWrite(flush: () => void): PendingWrite {
   let resolve!: () => void;
   let reject!: (err: unknown) => void;
@@ -131,7 +166,7 @@ function pendingWrite(flush: () => void): PendingWrite {
     resolve = res;
     reject = rej;
   });
-  return { done, resolve, reject, immediate: setImmediate(flush) };
+  return { done, resolve, reject, timer: setTimeout(flush, CALL_ROWS_GATHER_MS) };
 }
 
 /**
@@ -144,6 +179,8 @@ export class UsageRepo {
   /** Call rows waiting to be written together, and their write. */
   private pendingCalls: UsageLedgerRow[] = [];
   private pendingWrite: PendingWrite | undefined;
+  /** Settles once every call row sent to be written so far is written (or failed). */
+  private callsWritten: Promise<void> = Promise.resolve();
 
   private readonly db: Db;
 
@@ -158,14 +195,15 @@ export class UsageRepo {
   }
 
   /**
-   * Writes a call's row. The rows of calls ending in the same turn of the event loop go in one
-   * transaction, as one insert, with one aggregate update per day, user, token, model and
-   * provider. (Held longer, rows outlive the young generation of the heap: more memory and more
-   * garbage collection than the writes they save.) Reads of the ledger write waiting rows first.
+   * Writes a call's row. The rows of calls ending within CALL_ROWS_GATHER_MS (up to one insert's
+   * worth) go in one transaction, as one insert, with one aggregate update per day, user, token,
+   * model and provider. Reads of the ledger write waiting rows first.
    */
   recordCall(row: UsageLedgerRow): Promise<void> {
     this.pendingCalls.push(row);
-    return (this.pendingWrite ??= pendingWrite(() => void this.flushCalls())).done;
+    const pending = (this.pendingWrite ??= pendingWrite(() => void this.flushCalls()));
+    if (this.pendingCalls.length >= ROWS_PER_INSERT) void this.flushCalls();
+    return pending.done;
   }
 
   /** Writes the call rows waiting now; settles once they are stored. */
@@ -173,31 +211,27 @@ export class UsageRepo {
     const pending = this.pendingWrite;
     if (!pending) return Promise.resolve();
     this.pendingWrite = undefined;
-    clearImmediate(pending.immediate);
+    clearTimeout(pending.timer);
     const rows = this.pendingCalls;
     this.pendingCalls = [];
-    this.writes.run((trx) => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows))).then(pending.resolve, pending.reject);
+    const background = this.db.background;
+    const written = background
+      ? background.write([repeatedInsert(this.db.kysely.insertInto('usage_ledger'), rows), repeatedInsert(this.db.kysely.insertInto('usage_daily'), mergedDaily(rows), dailyUpsert)])
+      : this.writes.run((trx) => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows)));
+    written.then(pending.resolve, pending.reject);
+    this.callsWritten = Promise.allSettled([this.callsWritten, written]).then(() => undefined);
     return pending.done;
   }
 
-  /** Waits for the call rows waiting now to be stored; a failed write was reported to its callers. */
-  writtenCalls(): Promise<void> {
-    return this.flushCalls().catch(() => undefined);
+  /** Waits for every call row recorded so far to be stored; a failed write was reported to its callers. */
+  async writtenCalls(): Promise<void> {
+    await this.flushCalls().catch(() => undefined);
+    await this.callsWritten;
   }
 
   private async insertRows(db: DbHandle, rows: UsageLedgerRow[], daily: UsageDailyRow[]): Promise<void> {
     for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await db.kysely.insertInto('usage_ledger').values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
-    for (const day of daily) {
-      await db.kysely
-        .insertInto('usage_daily')
-        .values(day)
-        .onConflict((oc) =>
-          oc.columns(['day', 'user_id', 'token_id', 'model', 'provider']).doUpdateSet((eb) =>
-            Object.fromEntries(SUMMED.map((field) => [field, eb(`usage_daily.${field}`, '+', eb.ref(`excluded.${field}`))])),
-          ),
-        )
-        .execute();
-    }
+    for (const day of daily) await dailyUpsert(db.kysely.insertInto('usage_daily').values(day)).execute();
   }
 
   /** Marks rows whose settlement the shared counters have taken in. */

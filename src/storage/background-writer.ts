@@ -1,0 +1,121 @@
+import { Worker } from 'node:worker_threads';
+import { SQLITE_DRIVER_PATH } from './sqlite-driver.ts';
+
+/** One statement run once per row of parameters. */
+export interface RepeatedStatement {
+  sql: string;
+  rows: readonly (readonly unknown[])[];
+}
+
+/**
+ * Writes that no caller waits on (the usage ledger's call rows), run in one transaction each on a
+ * connection of their own in a worker thread: better-sqlite3 works synchronously, and a batch's
+ * insert and commit would otherwise stop the event loop for a millisecond or more. SQLite lets one
+ * writer in at a time; the other waits (busy_timeout) for a transaction this short.
+ */
+export interface BackgroundWriter {
+  /** Runs the statements, each for each of its rows, in one transaction; resolves once it committed. */
+  write(statements: readonly RepeatedStatement[]): Promise<void>;
+  /** Waits for the writes under way and ends the thread. */
+  close(): Promise<void>;
+}
+
+/** The worker's code: plain JavaScript, so it runs whatever loads the server's TypeScript. */
+const WORKER_SOURCE = `
+const { parentPort, workerData } = require('node:worker_threads');
+const SQLite = require(workerData.driver);
+const db = new SQLite(workerData.file);
+db.pragma('busy_timeout = 5000');
+db.pragma('synchronous = NORMAL');
+db.pragma('foreign_keys = ON');
+const statements = new Map();
+const statement = (sql) => {
+  let prepared = statements.get(sql);
+  if (!prepared) statements.set(sql, (prepared = db.prepare(sql)));
+  return prepared;
+};
+const write = db.transaction((statements) => {
+  for (const { sql, rows } of statements) {
+    const prepared = statement(sql);
+    for (const row of rows) prepared.run(row);
+  }
+});
+parentPort.on('message', (message) => {
+  if (message.close) {
+    db.close();
+    parentPort.close();
+    return;
+  }
+  try {
+    write.immediate(JSON.parse(message.statements));
+    parentPort.postMessage({ id: message.id });
+  } catch (err) {
+    parentPort.postMessage({ id: message.id, error: String(err && err.message || err) });
+  }
+});
+`;
+
+interface Pending {
+  resolve: () => void;
+  reject: (err: Error) => void;
+}
+
+/** A BackgroundWriter on the SQLite file `file`; its thread starts with the first write. */
+export function sqliteBackgroundWriter(file: string): BackgroundWriter {
+  let worker: Worker | undefined;
+  let nextId = 0;
+  const pending = new Map<number, Pending>();
+
+  const failAll = (err: Error) => {
+    for (const p of pending.values()) p.reject(err);
+    pending.clear();
+  };
+  const started = (): Worker => {
+    if (worker) return worker;
+    const thread = new Worker(WORKER_SOURCE, { eval: true, workerData: { driver: SQLITE_DRIVER_PATH, file } });
+    thread.on('message', (message: { id: number; error?: string }) => {
+      const p = pending.get(message.id);
+      pending.delete(message.id);
+      if (message.error === undefined) p?.resolve();
+      else p?.reject(new Error(message.error));
+    });
+    thread.on('error', (err) => failAll(err));
+    thread.on('exit', (code) => {
+      // A thread that ended (closed, or crashed) is started again by the next write.
+      if (worker === thread) worker = undefined;
+      failAll(new Error(`the background SQLite writer ended (exit ${code})`));
+    });
+    return (worker = thread);
+  };
+
+  /** Writes sent and not yet answered, for close() to wait on. */
+  const inflight = new Set<Promise<void>>();
+  return {
+    write(statements) {
+      const id = nextId++;
+      const written = new Promise<void>((resolve, reject) => {
+        pending.set(id, { resolve, reject });
+        // As JSON text: a string crosses to the thread at the cost of a copy, objects at the cost of a structured clone.
+        started().postMessage({ id, statements: JSON.stringify(statements) });
+      });
+      // The thread keeps the process alive only while it has writes to answer.
+      inflight.add(written);
+      worker?.ref();
+      void written.catch(() => undefined).finally(() => {
+        inflight.delete(written);
+        if (inflight.size === 0) worker?.unref();
+      });
+      return written;
+    },
+    async close() {
+      await Promise.allSettled([...inflight]);
+      const thread = worker;
+      if (!thread) return;
+      worker = undefined;
+      const exited = new Promise((resolve) => thread.once('exit', resolve));
+      thread.ref();
+      thread.postMessage({ close: true });
+      await exited;
+    },
+  };
+}
