@@ -20,13 +20,15 @@ function startScriptArgs(): string[] {
 
 /**
  * Starts `gengate serve` as its own process (as an operator would) on a free port with a fresh
- * DATA_DIR; with `built`, the compiled JavaScript of `npm run build` runs as `npm start` runs it.
+ * DATA_DIR; with `built`, the compiled JavaScript of `npm run build` runs as `npm start` runs it;
+ * with `core`, pinned to that CPU core (taskset).
  */
-export async function startBenchServer(env: Record<string, string> = {}, opts: { built?: boolean } = {}): Promise<BenchServer> {
+export async function startBenchServer(env: Record<string, string> = {}, opts: { built?: boolean; core?: string } = {}): Promise<BenchServer> {
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'gengate-bench-'));
   const adminToken = 'bench-admin-token';
   const args = opts.built ? startScriptArgs() : ['--import', 'tsx', 'src/cli.ts', 'serve'];
-  const child = spawn(process.execPath, args, {
+  const [command, ...commandArgs] = opts.core === undefined ? [process.execPath, ...args] : ['taskset', '-c', opts.core, process.execPath, ...args];
+  const child = spawn(command!, commandArgs, {
     env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
@@ -61,6 +63,13 @@ export async function createToken(server: BenchServer, userId: string): Promise<
     body: JSON.stringify({ user_id: userId }),
   });
   return ((await res.json()) as { token: string }).token;
+}
+
+/** CPU time (user and system) a process has used so far, in seconds, from /proc (USER_HZ is 100 on Linux). */
+export function cpuSeconds(pid: number): number {
+  const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command's name.
+  return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
 /** Resident set size of a process in MB, from /proc. */

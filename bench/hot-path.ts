@@ -1,0 +1,263 @@
+// The chat hot path against its floor, on one core: Gengate (the built server, as `npm start` runs
+// it) pinned to core 0, and in the same run a bare forwarding proxy (node:http, keep-alive, bodies
+// piped) pinned to core 0 too; the upstream and the load generator (wrk -t1) pinned to core 1.
+// Non-streaming chat: the p50 and p99 each adds at one connection, the sustained rate (the highest
+// requests/s over 1 to 128 connections whose p99 stays under 20 ms without an error), CPU per call
+// (from /proc at 8 to 64 connections); streams: 256 to 4,096 concurrent streaming calls of 20 chunks
+// 100 ms apart, clean when every chunk and [DONE] arrive with no gap over 500 ms; RSS throughout.
+// Needs wrk (Debian's package `wrk`). BENCH_DURATION_S (default 5) sets each load step.
+import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import fs from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { cpuSeconds, createToken, rssMb, startBenchServer } from './support.ts';
+
+const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
+const CONNECTION_STEPS = [1, 4, 8, 16, 32, 64, 128];
+/** The steps whose CPU per call is reported: a loaded but not saturated server. */
+const CPU_STEPS = [8, 16, 32, 64];
+const STREAM_STEPS = process.env.BENCH_QUICK === '1' ? [256, 1024, 2048] : [256, 512, 1024, 2048, 4096];
+const P99_BOUND_MS = 20;
+const STREAM_CHUNKS = 20;
+const STREAM_GAP_MS = 100;
+const CLEAN_GAP_MS = 500;
+const UPSTREAM_KEY = 'sk-bench-upstream';
+const GATEWAY_CORE = '0';
+const LOAD_CORE = '1';
+const REQUEST = { model: 'gpt-4.1', messages: [{ role: 'user', content: 'Hello there, how are you today?' }] };
+
+// ---- the processes of core 1: upstream and stream client, and the bare proxy of core 0 ----
+
+/** An OpenAI-shaped chat upstream doing as little as it can: one fixed answer, or 20 chunks 100 ms apart. */
+function serveUpstream(): void {
+  const completion = JSON.stringify({
+    id: 'chatcmpl-bench', object: 'chat.completion', created: 1_700_000_000, model: 'gpt-4.1',
+    choices: [{ index: 0, message: { role: 'assistant', content: 'I am fine, thank you.' }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: 12, completion_tokens: 6, total_tokens: 18 },
+  });
+  const chunk = (delta: object, finish: string | null) => `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-4.1', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  const usage = `data: ${JSON.stringify({ id: 'chatcmpl-bench', object: 'chat.completion.chunk', created: 1_700_000_000, model: 'gpt-4.1', choices: [], usage: { prompt_tokens: 12, completion_tokens: STREAM_CHUNKS, total_tokens: 12 + STREAM_CHUNKS } })}\n\n`;
+  const server = http.createServer((req, res) => {
+    let body = '';
+    req.setEncoding('utf8');
+    req.on('data', (d: string) => (body += d));
+    req.on('end', () => {
+      const parsed = JSON.parse(body) as { stream?: boolean; stream_options?: { include_usage?: boolean } };
+      if (!parsed.stream) {
+        res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) });
+        res.end(completion);
+        return;
+      }
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+      res.write(chunk({ role: 'assistant', content: '' }, null));
+      let sent = 0;
+      const timer = setInterval(() => {
+        sent += 1;
+        res.write(chunk({ content: ` word${sent}` }, null));
+        if (sent < STREAM_CHUNKS) return;
+        clearInterval(timer);
+        res.end(`${chunk({}, 'stop')}${parsed.stream_options?.include_usage ? usage : ''}data: [DONE]\n\n`);
+      }, STREAM_GAP_MS);
+      res.on('close', () => clearInterval(timer));
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+}
+
+/** The floor: a forwarding proxy as small as Node allows, keep-alive to the upstream, bodies piped. */
+function serveBareProxy(upstreamUrl: string): void {
+  const upstream = new URL(upstreamUrl);
+  const agent = new http.Agent({ keepAlive: true, maxSockets: Infinity });
+  const server = http.createServer((req, res) => {
+    const forward = http.request({ host: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...req.headers, authorization: `Bearer ${UPSTREAM_KEY}`, host: upstream.host }, agent }, (answer) => {
+      res.writeHead(answer.statusCode ?? 502, answer.headers);
+      answer.pipe(res);
+    });
+    forward.on('error', () => res.destroy());
+    req.pipe(forward);
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+}
+
+interface StreamsResult { clean: number; total: number; worstGapMs: number }
+
+/** Opens `count` streaming calls at once and says how many arrived clean. */
+async function runStreams(url: string, authorization: string, count: number): Promise<void> {
+  const target = new URL(url);
+  const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
+  const body = JSON.stringify({ ...REQUEST, stream: true });
+  const one = () => new Promise<{ clean: boolean; worstGap: number }>((resolve) => {
+    let last = Date.now();
+    let worstGap = 0;
+    let chunks = 0;
+    let tail = '';
+    let done = false;
+    const req = http.request({ host: target.hostname, port: target.port, path: target.pathname, method: 'POST', agent, headers: { authorization, 'content-type': 'application/json' } }, (res) => {
+      res.setEncoding('utf8');
+      res.on('data', (text: string) => {
+        const now = Date.now();
+        worstGap = Math.max(worstGap, now - last);
+        last = now;
+        const events = (tail + text).split('\n\n');
+        tail = events.pop()!;
+        for (const event of events) {
+          if (event.includes('[DONE]')) done = true;
+          else if (event.includes('"content":" word')) chunks += 1;
+        }
+      });
+      res.on('end', () => resolve({ clean: res.statusCode === 200 && done && chunks === STREAM_CHUNKS && worstGap <= CLEAN_GAP_MS, worstGap }));
+      res.on('error', () => resolve({ clean: false, worstGap }));
+    });
+    req.on('error', () => resolve({ clean: false, worstGap }));
+    req.end(body);
+  });
+  const results = await Promise.all(Array.from({ length: count }, one));
+  const result: StreamsResult = { clean: results.filter((r) => r.clean).length, total: count, worstGapMs: Math.max(...results.map((r) => r.worstGap)) };
+  process.stdout.write(`${JSON.stringify(result)}\n`);
+}
+
+// ---- the run ----
+
+/** Starts `node --import tsx bench/hot-path.ts <mode> …` pinned to a core; resolves with its URL. */
+async function startPinned(core: string, mode: string, ...args: string[]): Promise<{ url: string; child: ChildProcess }> {
+  const child = spawn('taskset', ['-c', core, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (d) => {
+      out += d;
+      const match = /listening on (\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.on('exit', (code) => reject(new Error(`${mode} exited with ${code}`)));
+  });
+  return { url, child };
+}
+
+interface Target { name: string; url: string; authorization: string; pid?: number }
+
+interface WrkResult { rps: number; requests: number; p50: number; p99: number; errors: number }
+
+const UNITS: Record<string, number> = { us: 0.001, ms: 1, s: 1000 };
+const millis = (text: string) => {
+  const match = /([\d.]+)(us|ms|s)/.exec(text);
+  if (!match) throw new Error(`not a duration: ${text}`);
+  return Number(match[1]) * UNITS[match[2]!]!;
+};
+
+/** wrk -t1 on core 1: POSTs the chat request at `connections` for `seconds`. */
+function wrk(target: Target, connections: number, seconds: number): WrkResult {
+  const script = path.join(os.tmpdir(), `gengate-bench-${process.pid}-${target.name.replace(/\W/g, '-')}.lua`);
+  fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(JSON.stringify({ ...REQUEST, stream: false }))}\nwrk.headers["content-type"] = "application/json"\nwrk.headers["authorization"] = ${JSON.stringify(target.authorization)}\n`);
+  const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, target.url], { encoding: 'utf8' });
+  fs.rmSync(script);
+  const percentile = (p: string) => millis(new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(out)![1]!);
+  const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  return {
+    rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
+    requests: Number(/(\d+) requests in/.exec(out)![1]),
+    p50: percentile('50'),
+    p99: percentile('99'),
+    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
+  };
+}
+
+interface Figures { p50At1: number; p99At1: number; sustained: number; sustainedAt: number; cpuUsPerCall?: number; steps: string[] }
+
+function measure(target: Target): Figures {
+  wrk(target, 8, 2); // warm-up: JIT, connections, caches
+  const steps: string[] = [];
+  let sustained = 0;
+  let sustainedAt = 0;
+  let cpu = 0;
+  let cpuCalls = 0;
+  let atOne: WrkResult | undefined;
+  for (const connections of CONNECTION_STEPS) {
+    const before = target.pid ? cpuSeconds(target.pid) : 0;
+    const result = wrk(target, connections, DURATION_S);
+    if (target.pid && CPU_STEPS.includes(connections)) {
+      cpu += cpuSeconds(target.pid) - before;
+      cpuCalls += result.requests;
+    }
+    if (connections === 1) atOne = result;
+    if (result.p99 < P99_BOUND_MS && result.errors === 0 && result.rps > sustained) [sustained, sustainedAt] = [result.rps, connections];
+    steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}`);
+  }
+  return { p50At1: atOne!.p50, p99At1: atOne!.p99, sustained, sustainedAt, ...(cpuCalls ? { cpuUsPerCall: (cpu / cpuCalls) * 1e6 } : {}), steps };
+}
+
+async function streamCapacity(target: Target, count: number): Promise<StreamsResult> {
+  const child = spawn('taskset', ['-c', LOAD_CORE, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', 'streams', target.url, target.authorization, String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (d) => (out += d));
+  await new Promise((resolve) => child.on('exit', resolve));
+  return JSON.parse(out.trim().split('\n').pop()!) as StreamsResult;
+}
+
+async function main(): Promise<void> {
+  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is missing: install it (Debian: apt-get install -y wrk)');
+  execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
+  const upstream = await startPinned(LOAD_CORE, 'upstream');
+  const bare = await startPinned(GATEWAY_CORE, 'bare-proxy', upstream.url);
+  const gengate = await startBenchServer({
+    GENGATE_CONFIG: JSON.stringify({ providers: { openai: { base_url: `${upstream.url}/v1`, api_key_env: 'BENCH_UPSTREAM_KEY', concurrency: 100_000 } } }),
+    BENCH_UPSTREAM_KEY: UPSTREAM_KEY,
+  }, { built: true, core: GATEWAY_CORE });
+  let peakRss = { bare: 0, gengate: 0 };
+  const sampler = setInterval(() => (peakRss = { bare: Math.max(peakRss.bare, rssMb(bare.child.pid!)), gengate: Math.max(peakRss.gengate, rssMb(gengate.pid)) }), 250);
+  try {
+    const token = await createToken(gengate, 'bench');
+    const targets: Target[] = [
+      { name: 'direct', url: `${upstream.url}/v1/chat/completions`, authorization: `Bearer ${UPSTREAM_KEY}` },
+      { name: 'bare proxy', url: `${bare.url}/v1/chat/completions`, authorization: `Bearer ${UPSTREAM_KEY}`, pid: bare.child.pid! },
+      { name: 'gengate', url: `${gengate.url}/v1/chat/completions`, authorization: `Bearer ${token}`, pid: gengate.pid },
+    ];
+    const idleRss = { bare: rssMb(bare.child.pid!), gengate: rssMb(gengate.pid) };
+    const figures = new Map(targets.map((t) => [t.name, measure(t)]));
+    const lines = [`non-streaming chat, ${DURATION_S} s per step, gateway on core ${GATEWAY_CORE}, upstream and wrk -t1 on core ${LOAD_CORE}:`];
+    const direct = figures.get('direct')!;
+    for (const [name, f] of figures) {
+      lines.push(`  ${name}: ${f.steps.join(' | ')}`);
+      lines.push(`    sustained ${Math.round(f.sustained)}/s (at ${f.sustainedAt} connections, p99 < ${P99_BOUND_MS} ms)` +
+        (name === 'direct' ? `, p50 ${f.p50At1.toFixed(3)} ms and p99 ${f.p99At1.toFixed(3)} ms at 1 connection` : `, added at 1 connection: p50 +${(f.p50At1 - direct.p50At1).toFixed(3)} ms, p99 +${(f.p99At1 - direct.p99At1).toFixed(3)} ms`) +
+        (f.cpuUsPerCall !== undefined ? `, CPU ${Math.round(f.cpuUsPerCall)} µs per call (${CPU_STEPS.join(', ')} connections)` : ''));
+    }
+    const streams: Record<string, string[]> = { 'bare proxy': [], gengate: [] };
+    const held: Record<string, number> = { 'bare proxy': 0, gengate: 0 };
+    for (const target of targets.slice(1)) {
+      for (const count of STREAM_STEPS) {
+        const result = await streamCapacity(target, count);
+        streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms)`);
+        if (result.clean === count) held[target.name] = count;
+      }
+    }
+    lines.push(`streams of ${STREAM_CHUNKS} chunks ${STREAM_GAP_MS} ms apart, clean = every chunk and [DONE], no gap over ${CLEAN_GAP_MS} ms:`);
+    for (const [name, steps] of Object.entries(streams)) lines.push(`  ${name}: ${steps.join(' | ')}`);
+    clearInterval(sampler);
+    lines.push(`RSS: bare proxy ${idleRss.bare.toFixed(0)} MB idle, ${peakRss.bare.toFixed(0)} MB peak; gengate ${idleRss.gengate.toFixed(0)} MB idle, ${peakRss.gengate.toFixed(0)} MB peak`);
+    const g = figures.get('gengate')!;
+    const b = figures.get('bare proxy')!;
+    const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
+    lines.push('figures beside their targets (ratios against the bare proxy of this run):');
+    lines.push(`  CPU per call: ${(g.cpuUsPerCall! / b.cpuUsPerCall!).toFixed(2)}x the bare proxy's (${Math.round(g.cpuUsPerCall!)} vs ${Math.round(b.cpuUsPerCall!)} µs; target 2.0x or less): ${verdict(g.cpuUsPerCall! <= 2 * b.cpuUsPerCall!)}`);
+    lines.push(`  sustained rate: ${(g.sustained / b.sustained).toFixed(2)} of the bare proxy's (${Math.round(g.sustained)} vs ${Math.round(b.sustained)}/s; target 0.5 or more): ${verdict(g.sustained >= 0.5 * b.sustained)}`);
+    lines.push(`  added p99 at 1 connection: ${(g.p99At1 - direct.p99At1).toFixed(3)} ms vs the bare proxy's ${(b.p99At1 - direct.p99At1).toFixed(3)} ms (target its + 1 ms or less): ${verdict(g.p99At1 - b.p99At1 <= 1)}`);
+    lines.push(`  concurrent streams held clean on one core: ${held.gengate} (the bare proxy ${held['bare proxy']}; target 2048): ${verdict(held.gengate >= 2048)}`);
+    lines.push(`  RSS peak: ${peakRss.gengate.toFixed(0)} MB (target 300 MB or less): ${verdict(peakRss.gengate <= 300)}`);
+    process.stdout.write(lines.join('\n') + '\n');
+  } finally {
+    clearInterval(sampler);
+    await gengate.stop();
+    bare.child.kill('SIGTERM');
+    upstream.child.kill('SIGTERM');
+  }
+}
+
+const [mode, ...args] = process.argv.slice(2);
+if (mode === 'upstream') serveUpstream();
+else if (mode === 'bare-proxy') serveBareProxy(args[0]!);
+else if (mode === 'streams') await runStreams(args[0]!, args[1]!, Number(args[2]));
+else await main();
