@@ -137,7 +137,7 @@ async function startPinned(core: string, mode: string, ...args: string[]): Promi
   return { url, child };
 }
 
-interface Target { name: string; url: string; authorization: string; pid?: number }
+interface Target { name: string; url: string; authorization: string; pid?: number; metricsUrl?: string }
 
 interface WrkResult { rps: number; requests: number; p50: number; p99: number; errors: number }
 
@@ -167,7 +167,17 @@ function wrk(target: Target, connections: number, seconds: number): WrkResult {
 
 interface Figures { p50At1: number; p99At1: number; sustained: number; sustainedAt: number; cpuUsPerCall?: number; steps: string[] }
 
-function measure(target: Target): Figures {
+/**
+ * Gengate's event-loop delay since the last read, from its /metrics (prom-client samples it with
+ * perf_hooks.monitorEventLoopDelay and starts over at each scrape): p99 and max in ms.
+ */
+async function eventLoopDelay(metricsUrl: string): Promise<string> {
+  const text = await (await fetch(metricsUrl)).text();
+  const gauge = (name: string) => Number(new RegExp(`^gengate_nodejs_eventloop_lag_${name}_seconds (\\S+)$`, 'm').exec(text)?.[1] ?? NaN) * 1000;
+  return `event-loop delay p99 ${gauge('p99').toFixed(1)} ms, max ${gauge('max').toFixed(1)} ms`;
+}
+
+async function measure(target: Target): Promise<Figures> {
   wrk(target, 8, 2); // warm-up: JIT, connections, caches
   const steps: string[] = [];
   let sustained = 0;
@@ -176,15 +186,17 @@ function measure(target: Target): Figures {
   let cpuCalls = 0;
   let atOne: WrkResult | undefined;
   for (const connections of CONNECTION_STEPS) {
+    if (target.metricsUrl) await eventLoopDelay(target.metricsUrl);
     const before = target.pid ? cpuSeconds(target.pid) : 0;
     const result = wrk(target, connections, DURATION_S);
+    const delay = target.metricsUrl ? `, ${await eventLoopDelay(target.metricsUrl)}` : '';
     if (target.pid && CPU_STEPS.includes(connections)) {
       cpu += cpuSeconds(target.pid) - before;
       cpuCalls += result.requests;
     }
     if (connections === 1) atOne = result;
     if (result.p99 < P99_BOUND_MS && result.errors === 0 && result.rps > sustained) [sustained, sustainedAt] = [result.rps, connections];
-    steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}`);
+    steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}${delay}`);
   }
   return { p50At1: atOne!.p50, p99At1: atOne!.p99, sustained, sustainedAt, ...(cpuCalls ? { cpuUsPerCall: (cpu / cpuCalls) * 1e6 } : {}), steps };
 }
@@ -213,14 +225,15 @@ async function main(): Promise<void> {
     const targets: Target[] = [
       { name: 'direct', url: `${upstream.url}/v1/chat/completions`, authorization: `Bearer ${UPSTREAM_KEY}` },
       { name: 'bare proxy', url: `${bare.url}/v1/chat/completions`, authorization: `Bearer ${UPSTREAM_KEY}`, pid: bare.child.pid! },
-      { name: 'gengate', url: `${gengate.url}/v1/chat/completions`, authorization: `Bearer ${token}`, pid: gengate.pid },
+      { name: 'gengate', url: `${gengate.url}/v1/chat/completions`, authorization: `Bearer ${token}`, pid: gengate.pid, metricsUrl: `${gengate.url}/metrics` },
     ];
     const idleRss = { bare: rssMb(bare.child.pid!), gengate: rssMb(gengate.pid) };
-    const figures = new Map(targets.map((t) => [t.name, measure(t)]));
+    const figures = new Map<string, Figures>();
+    for (const target of targets) figures.set(target.name, await measure(target));
     const lines = [`non-streaming chat, ${DURATION_S} s per step, gateway on core ${GATEWAY_CORE}, upstream and wrk -t1 on core ${LOAD_CORE}:`];
     const direct = figures.get('direct')!;
     for (const [name, f] of figures) {
-      lines.push(`  ${name}: ${f.steps.join(' | ')}`);
+      lines.push(`  ${name}:`, ...f.steps.map((step) => `    ${step}`));
       lines.push(`    sustained ${Math.round(f.sustained)}/s (at ${f.sustainedAt} connections, p99 < ${P99_BOUND_MS} ms)` +
         (name === 'direct' ? `, p50 ${f.p50At1.toFixed(3)} ms and p99 ${f.p99At1.toFixed(3)} ms at 1 connection` : `, added at 1 connection: p50 +${(f.p50At1 - direct.p50At1).toFixed(3)} ms, p99 +${(f.p99At1 - direct.p99At1).toFixed(3)} ms`) +
         (f.cpuUsPerCall !== undefined ? `, CPU ${Math.round(f.cpuUsPerCall)} µs per call (${CPU_STEPS.join(', ')} connections)` : ''));

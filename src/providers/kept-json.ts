@@ -92,7 +92,8 @@ const keptHandler: ProxyHandler<KeptState> = {
     else Reflect.set(parsedOf(state), key, value);
     return true;
   },
-  has: (state, key) => Reflect.has(parsedOf(state), key),
+  // A plain object, parsed or not, has no symbol keys: `Symbol.asyncIterator in value` needs no parse.
+  has: (state, key) => typeof key !== 'symbol' && Reflect.has(parsedOf(state), key),
   deleteProperty: (state, key) => Reflect.deleteProperty(parsedOf(state), key),
   ownKeys: (state) => Reflect.ownKeys(parsedOf(state)),
   getOwnPropertyDescriptor(state, key) {
