@@ -219,7 +219,12 @@ async function main(): Promise<void> {
     BENCH_UPSTREAM_KEY: UPSTREAM_KEY,
   }, { built: true, core: GATEWAY_CORE });
   let peakRss = { bare: 0, gengate: 0 };
-  const sampler = setInterval(() => (peakRss = { bare: Math.max(peakRss.bare, rssMb(bare.child.pid!)), gengate: Math.max(peakRss.gengate, rssMb(gengate.pid)) }), 250);
+  /** The peak RSS of the proxy under test in the current stream step. */
+  let stepPeak = { pid: 0, mb: 0 };
+  const sampler = setInterval(() => {
+    peakRss = { bare: Math.max(peakRss.bare, rssMb(bare.child.pid!)), gengate: Math.max(peakRss.gengate, rssMb(gengate.pid)) };
+    if (stepPeak.pid) stepPeak.mb = Math.max(stepPeak.mb, rssMb(stepPeak.pid));
+  }, 250);
   try {
     const token = await createToken(gengate, 'bench');
     const targets: Target[] = [
@@ -230,6 +235,7 @@ async function main(): Promise<void> {
     const idleRss = { bare: rssMb(bare.child.pid!), gengate: rssMb(gengate.pid) };
     const figures = new Map<string, Figures>();
     for (const target of targets) figures.set(target.name, await measure(target));
+    const chatPeakRss = { ...peakRss };
     const lines = [`non-streaming chat, ${DURATION_S} s per step, gateway on core ${GATEWAY_CORE}, upstream and wrk -t1 on core ${LOAD_CORE}:`];
     const direct = figures.get('direct')!;
     for (const [name, f] of figures) {
@@ -241,16 +247,19 @@ async function main(): Promise<void> {
     const streams: Record<string, string[]> = { 'bare proxy': [], gengate: [] };
     const held: Record<string, number> = { 'bare proxy': 0, gengate: 0 };
     for (const target of targets.slice(1)) {
+      await streamCapacity(target, 64); // warm-up
       for (const count of STREAM_STEPS) {
+        stepPeak = { pid: target.pid!, mb: 0 };
         const result = await streamCapacity(target, count);
-        streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms)`);
+        streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms, RSS peak ${stepPeak.mb.toFixed(0)} MB)`);
         if (result.clean === count) held[target.name] = count;
       }
     }
     lines.push(`streams of ${STREAM_CHUNKS} chunks ${STREAM_GAP_MS} ms apart, clean = every chunk and [DONE], no gap over ${CLEAN_GAP_MS} ms:`);
     for (const [name, steps] of Object.entries(streams)) lines.push(`  ${name}: ${steps.join(' | ')}`);
     clearInterval(sampler);
-    lines.push(`RSS: bare proxy ${idleRss.bare.toFixed(0)} MB idle, ${peakRss.bare.toFixed(0)} MB peak; gengate ${idleRss.gengate.toFixed(0)} MB idle, ${peakRss.gengate.toFixed(0)} MB peak`);
+    lines.push(`RSS: bare proxy ${idleRss.bare.toFixed(0)} MB idle, ${chatPeakRss.bare.toFixed(0)} MB peak under non-streaming load, ${peakRss.bare.toFixed(0)} MB peak in all; ` +
+      `gengate ${idleRss.gengate.toFixed(0)} MB idle, ${chatPeakRss.gengate.toFixed(0)} MB peak under non-streaming load, ${peakRss.gengate.toFixed(0)} MB peak in all`);
     const g = figures.get('gengate')!;
     const b = figures.get('bare proxy')!;
     const verdict = (ok: boolean) => (ok ? 'met' : 'MISSED');
