@@ -3,9 +3,10 @@
  * the same modality services the routes call, so their tasks are checked, stored, billed, pushed
  * and listed (and a 3D task gets its history and material) like any other task of that user.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
+import type { ValidateFunction } from 'ajv';
 import type { AudioService } from '../audio/service.ts';
 import { ApiError } from '../core/errors.ts';
+import { SchemaValidators } from '../core/schema-validators.ts';
 import type { ImageService } from '../images/service.ts';
 import type { Mesh3dService } from '../mesh3d/service.ts';
 import type { ChatTool } from '../providers/spec.ts';
@@ -153,6 +154,9 @@ function untilAborted<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
   });
 }
 
+/** The checks of a model's tool arguments: as the model wrote them, no defaults filled in. */
+const TOOL_ARGUMENTS = new SchemaValidators({ allErrors: false, strict: false }, false);
+
 /** The generation endpoints as function tools for the agent's model. */
 export class GenerationTools {
   private readonly checks = new Map<string, ValidateFunction>();
@@ -163,8 +167,7 @@ export class GenerationTools {
 
   constructor(deps: GenerationToolsDeps) {
     this.deps = deps;
-    const ajv = new Ajv({ allErrors: false, strict: false });
-    for (const tool of GENERATION_TOOLS) this.checks.set(tool.name, ajv.compile(tool.parameters));
+    for (const tool of GENERATION_TOOLS) this.checks.set(tool.name, TOOL_ARGUMENTS.compile(tool.parameters));
   }
 
   /**

@@ -4,9 +4,8 @@ import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
-import { Ajv } from 'ajv';
-import addFormatsModule from 'ajv-formats';
 import { ApiError } from '../core/errors.ts';
+import { bodyValidators, textValidators } from '../core/schema-validators.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { requireApiToken } from './plugins/auth.ts';
 import { requireOperator } from './plugins/console-auth.ts';
@@ -50,8 +49,6 @@ import { ANTHROPIC_KEY_HEADER, ANTHROPIC_PREFIX, anthropicRoutes } from './route
 import { mcpRoutes } from './routes/mcp.ts';
 import type { AppServices } from './services.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
-
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
 
 /** One access-log line per request, when it completes (not two, as Fastify's default writes). */
@@ -67,14 +64,6 @@ class AccessLog extends LogController {
     if (error) reply.log.error({ ...line, err: error }, 'request errored');
     else reply.log.info(line, 'request');
   }
-}
-
-/** The validator of route schemas: bodies as sent, query and path values coerced. */
-export function makeAjv(coerceTypes: boolean): Ajv {
-  // Bodies are taken as sent (a string is never a number); query and path values are text and get coerced.
-  const ajv = new Ajv({ coerceTypes: coerceTypes ? 'array' : false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
-  addFormats(ajv);
-  return ajv;
 }
 
 function containsNul(value: unknown): boolean {
@@ -118,9 +107,8 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     done(request.url.includes('%00') ? new ApiError('invalid_parameter', 'the URL cannot contain NUL characters') : undefined);
   });
 
-  const bodyAjv = makeAjv(false);
-  const textAjv = makeAjv(true);
-  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyAjv : textAjv).compile(schema));
+  // Bodies are taken as sent (a string is never a number); query and path values are text and get coerced.
+  app.setValidatorCompiler(({ schema, httpPart }) => (httpPart === 'body' ? bodyValidators : textValidators).compile(schema));
 
   registerErrorHandling(app);
   registerMetrics(app, services.metrics);

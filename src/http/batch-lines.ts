@@ -7,6 +7,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { FastifyError } from 'fastify';
 import type { TSchema } from 'typebox';
 import { ApiError } from '../core/errors.ts';
+import { bodyValidators } from '../core/schema-validators.ts';
 import { EmbeddingsBody } from '../embeddings/schemas.ts';
 import type { Admission } from '../limits/limits-service.ts';
 import { OpenAiImageAnswers, OpenAiImagesBody, imageRequest } from '../openai/images.ts';
@@ -17,7 +18,6 @@ import type { ChatCompletionInput } from '../core/chat-input.ts';
 import type { BatchEndpoint } from '../batches/batch-input.ts';
 import type { BatchLineCall, BatchLineExecutor, BatchLineResponse } from '../batches/batch-runner.ts';
 import type { GenerationOutcome } from '../tasks/generation-service.ts';
-import { makeAjv } from './app.ts';
 import { COUNTS_TOKENS } from './plugins/admission.ts';
 import { toApiError } from './plugins/errors.ts';
 import { ChatCompletionBody } from './routes/chat.ts';
@@ -44,8 +44,7 @@ interface LineContext {
 type Handler = (body: Record<string, unknown>, line: LineContext) => Promise<unknown>;
 
 export function batchLineExecutor(services: AppServices): BatchLineExecutor {
-  const ajv = makeAjv(false);
-  const validators = new Map(Object.entries(BODIES).map(([endpoint, schema]) => [endpoint, ajv.compile(schema)]));
+  const validators = new Map(Object.entries(BODIES).map(([endpoint, schema]) => [endpoint, bodyValidators.compile(schema)]));
   const imageAnswers = new OpenAiImageAnswers({ catalog: services.catalog, files: services.files });
 
   const handlers: Record<BatchEndpoint, Handler> = {

@@ -5,14 +5,14 @@
  * admission (one request of the endpoint for the limits), body schema and modality service, so
  * its task is routed, ledgered, kept in histories and called back like any other.
  */
-import { Ajv, type ValidateFunction } from 'ajv';
-import addFormatsModule from 'ajv-formats';
+import type { ValidateFunction } from 'ajv';
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { AudioService } from '../audio/service.ts';
 import type { LiveModel } from '../catalog/catalog.ts';
 import type { Principal } from '../auth/tokens.ts';
 import { ApiError } from '../core/errors.ts';
 import { guessMimeType } from '../core/mime-type.ts';
+import { bodyValidators } from '../core/schema-validators.ts';
 import { isTerminal } from '../core/task-state.ts';
 import type { TaskStatusRecord } from '../core/task-status-record.ts';
 import { validationError, type AjvLikeError } from '../core/validation-errors.ts';
@@ -29,7 +29,6 @@ import type { GenerationCaller } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { VideoService } from '../video/service.ts';
 
-const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
 
 export interface GatewayToolsDeps {
   images: ImageService;
@@ -154,9 +153,7 @@ export class GatewayTools {
   constructor(deps: GatewayToolsDeps) {
     this.deps = deps;
     // The app's body validation (http/app.ts): values as sent, defaults filled in.
-    const ajv = new Ajv({ coerceTypes: false, useDefaults: true, removeAdditional: false, allErrors: false, strict: false });
-    addFormats(ajv);
-    for (const endpoints of this.endpointsOf.values()) for (const endpoint of endpoints) this.checks.set(endpoint, ajv.compile(plain(ENDPOINTS[endpoint].tool!.body)));
+    for (const endpoints of this.endpointsOf.values()) for (const endpoint of endpoints) this.checks.set(endpoint, bodyValidators.compile(plain(ENDPOINTS[endpoint].tool!.body)));
   }
 
   /** The enabled models of any of the capabilities of `rows`. */

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { TYPESCRIPT_LOADER } from './typescript-loader.ts';
+import { NODE_CACHE_ENV, TYPESCRIPT_LOADER } from './typescript-loader.ts';
 import { once } from 'node:events';
 
 /** A `gengate serve` running as its own process, as an operator starts it. */
@@ -15,7 +15,7 @@ export interface ServerProcess {
 /** Starts the server as a child process (PORT 0 unless given) and resolves once it listens. */
 export async function spawnServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
   const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', 'serve'], {
-    env: { PATH: process.env.PATH!, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
+    env: { PATH: process.env.PATH!, ...NODE_CACHE_ENV, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
