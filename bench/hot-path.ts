@@ -12,7 +12,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { cpuSeconds, createToken, rssMb, startBenchServer } from './support.ts';
+import { cpuSeconds, createToken, listeningUrl, rssMb, startBenchServer } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTION_STEPS = [1, 4, 8, 16, 32, 64, 128];
@@ -125,16 +125,7 @@ async function runStreams(url: string, authorization: string, count: number): Pr
 /** Starts `node --import tsx bench/hot-path.ts <mode> …` pinned to a core; resolves with its URL. */
 async function startPinned(core: string, mode: string, ...args: string[]): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn('taskset', ['-c', core, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const match = /listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.on('exit', (code) => reject(new Error(`${mode} exited with ${code}`)));
-  });
-  return { url, child };
+  return { url: await listeningUrl(child, mode), child };
 }
 
 interface Target { name: string; url: string; authorization: string; pid?: number; metricsUrl?: string }

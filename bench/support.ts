@@ -32,15 +32,7 @@ export async function startBenchServer(env: Record<string, string> = {}, opts: {
     env: { PATH: process.env.PATH!, PORT: '0', DATA_DIR: dataDir, ADMIN_TOKEN: adminToken, LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d) => {
-      out += d;
-      const match = /listening on (\S+)/.exec(out);
-      if (match) resolve(match[1]);
-    });
-    child.on('exit', (code) => reject(new Error(`server exited with ${code}`)));
-  });
+  const url = await listeningUrl(child, 'server');
   return {
     url,
     pid: child.pid!,
@@ -110,14 +102,18 @@ export async function onPostgres(name: string, bench: (env: Record<string, strin
 /** The chat benchmarks' upstream: the test fake, in a process of its own (`bench/chat.ts upstream`) so it shares no event loop with the gateway. */
 export async function startChatUpstream(): Promise<{ url: string; child: ChildProcess }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/chat.ts', 'upstream'], { stdio: ['ignore', 'pipe', 'inherit'] });
-  const url = await new Promise<string>((resolve, reject) => {
+  return { url: await listeningUrl(child, 'upstream'), child };
+}
+
+/** The URL a started process prints (`… listening on <url>`) once it listens; rejects if it exits first. */
+export function listeningUrl(child: ChildProcess, name: string): Promise<string> {
+  return new Promise<string>((resolve, reject) => {
     let out = '';
     child.stdout!.on('data', (d) => {
       out += d;
-      const match = /upstream listening on (\S+)/.exec(out);
+      const match = /listening on (\S+)/.exec(out);
       if (match) resolve(match[1]!);
     });
-    child.on('exit', (code) => reject(new Error(`upstream exited with ${code}`)));
+    child.on('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
   });
-  return { url, child };
 }
