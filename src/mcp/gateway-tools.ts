@@ -29,7 +29,6 @@ import type { GenerationCaller } from '../tasks/generation-service.ts';
 import type { TaskService } from '../tasks/task-service.ts';
 import type { VideoService } from '../video/service.ts';
 
-
 export interface GatewayToolsDeps {
   images: ImageService;
   video: VideoService;
