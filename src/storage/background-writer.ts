@@ -16,7 +16,7 @@ export interface RepeatedStatement {
 export interface BackgroundWriter {
   /** Runs the statements, each for each of its rows, in one transaction; resolves once it committed. */
   write(statements: readonly RepeatedStatement[]): Promise<void>;
-  /** Waits for the writes under way and ends the thread. */
+  /** Waits for the writes under way and ends the thread; later writes fail. */
   close(): Promise<void>;
 }
 
@@ -90,8 +90,11 @@ export function sqliteBackgroundWriter(file: string): BackgroundWriter {
 
   /** Writes sent and not yet answered, for close() to wait on. */
   const inflight = new Set<Promise<void>>();
+  let closed = false;
   return {
     write(statements) {
+      // After close the store is going away (its directory may be deleted next): no thread starts again.
+      if (closed) return Promise.reject(new Error('the background SQLite writer is closed'));
       const id = nextId++;
       const written = new Promise<void>((resolve, reject) => {
         pending.set(id, { resolve, reject });
@@ -108,6 +111,7 @@ export function sqliteBackgroundWriter(file: string): BackgroundWriter {
       return written;
     },
     async close() {
+      closed = true;
       await Promise.allSettled([...inflight]);
       const thread = worker;
       if (!thread) return;
