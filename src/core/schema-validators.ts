@@ -2,7 +2,8 @@
  * JSON Schema validators (ajv) compiled once per process for each distinct schema. A compiled
  * validator is a pure function of its schema and the ajv options, so every app built in one
  * process (a restart in place, the test servers) and every place that checks the same schema
- * shares it; compiling is most of what building the HTTP app costs.
+ * shares it. Compiling is most of what building the HTTP app costs, and a process uses few of the
+ * routes it declares, so a validator is compiled at its first call.
  */
 import { Ajv, type AnySchema, type Options, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
@@ -21,12 +22,20 @@ export class SchemaValidators {
     if (formats) addFormats(this.ajv);
   }
 
-  /** The validator of `schema`, compiled on its first use. */
+  /** The validator of `schema`; ajv compiles it when it first validates a value. */
   compile(schema: unknown): ValidateFunction {
     const key = JSON.stringify(schema);
     let validate = this.compiled.get(key);
     if (!validate) {
-      validate = this.ajv.compile(schema as AnySchema);
+      let compiled: ValidateFunction | undefined;
+      const lazy = ((data: unknown) => {
+        compiled ??= this.ajv.compile(schema as AnySchema);
+        const valid = compiled(data);
+        // Callers read the errors from the function they called, as ajv's own validators keep them.
+        lazy.errors = compiled.errors;
+        return valid;
+      }) as ValidateFunction;
+      validate = lazy;
       this.compiled.set(key, validate);
     }
     return validate;
