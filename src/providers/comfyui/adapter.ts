@@ -141,6 +141,7 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
     for (;;) {
       rc.signal.throwIfAborted();
       const withSocket = live && socket.connected;
+      const mark = socket.mark(promptId);
       const seen = socket.progress(promptId);
       if (seen?.error) await failed(seen.error);
       if (seen?.interrupted) interrupted(seen.interrupted.nodeId);
@@ -175,7 +176,7 @@ export const comfyuiAdapter: AdapterFactory = (ctx) => {
         throw new TaskFailedError(`the workflow did not finish within ${ctx.maxWaitMs / 1000} s`);
       }
       const nextCheck = withSocket ? Math.max(ctx.pollIntervalMs, HISTORY_CHECK_WITH_SOCKET_MS) : ctx.pollIntervalMs;
-      await socket.waitForChange(promptId, Math.min(nextCheck, deadline - Date.now() + 1), rc.signal);
+      await socket.waitForChange(promptId, mark, Math.min(nextCheck, deadline - Date.now() + 1), rc.signal);
     }
   }
 

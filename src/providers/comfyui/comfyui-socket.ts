@@ -29,6 +29,9 @@ export class ComfySocket {
   /** The prompt ComfyUI runs now (it runs one at a time): plain preview frames are its. */
   #running: string | undefined;
   readonly #prompts = new Map<string, PromptProgress>();
+  /** Per prompt, how many messages and previews arrived; with #closings, what `mark` counts. */
+  readonly #changes = new Map<string, number>();
+  #closings = 0;
   readonly #waiters = new Map<string, Set<() => void>>();
 
   private readonly opts: ComfySocketOptions;
@@ -56,6 +59,7 @@ export class ComfySocket {
       this.#ws.close();
       this.#ws = undefined;
       this.#prompts.clear();
+      this.#changes.clear();
     }
   }
 
@@ -66,10 +70,21 @@ export class ComfySocket {
 
   forget(promptId: string): void {
     this.#prompts.delete(promptId);
+    this.#changes.delete(promptId);
   }
 
-  /** Resolves at the prompt's next message, when the socket closes, after `timeoutMs`, or when `signal` aborts. */
-  waitForChange(promptId: string, timeoutMs: number, signal: AbortSignal): Promise<void> {
+  /** A count of what happened to the prompt so far (its messages, the socket closing): it only grows. */
+  mark(promptId: string): number {
+    return (this.#changes.get(promptId) ?? 0) + this.#closings;
+  }
+
+  /**
+   * Resolves at once if the prompt changed since `mark` was taken (a message that arrived while the
+   * run was busy elsewhere is not missed), else at its next message, when the socket closes, after
+   * `timeoutMs`, or when `signal` aborts.
+   */
+  waitForChange(promptId: string, mark: number, timeoutMs: number, signal: AbortSignal): Promise<void> {
+    if (this.mark(promptId) !== mark) return Promise.resolve();
     return new Promise((resolve) => {
       const set = this.#waiters.get(promptId) ?? new Set();
       const done = () => {
@@ -87,6 +102,8 @@ export class ComfySocket {
   }
 
   #wake(promptId?: string): void {
+    if (promptId === undefined) this.#closings++;
+    else this.#changes.set(promptId, (this.#changes.get(promptId) ?? 0) + 1);
     const sets = promptId === undefined ? [...this.#waiters.values()] : [this.#waiters.get(promptId)];
     for (const set of sets) for (const wake of [...(set ?? [])]) wake();
   }
@@ -141,7 +158,7 @@ export class ComfySocket {
     const promptId = message.data.prompt_id;
     let state = this.#prompts.get(promptId);
     if (!state) {
-      if (this.#prompts.size >= MAX_TRACKED_PROMPTS) this.#prompts.delete(this.#prompts.keys().next().value!);
+      if (this.#prompts.size >= MAX_TRACKED_PROMPTS) this.forget(this.#prompts.keys().next().value!);
       state = newProgress();
       this.#prompts.set(promptId, state);
     }
