@@ -11,9 +11,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import { CallToolRequestSchema, isInitializeRequest, ListToolsRequestSchema, type CallToolResult, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import type { Principal } from '../auth/tokens.ts';
 import { GATEWAY_MCP_SERVER } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
@@ -24,6 +24,7 @@ import type { McpRepo } from '../storage/repos/mcp-repo.ts';
 import type { McpSessionRow } from '../storage/schema.ts';
 import { inSpan } from '../telemetry/tracing.ts';
 import { errorResult, type CallOutcome, type GatewayTools } from './gateway-tools.ts';
+import { loadServerSdk, type ServerSdk } from './sdk.ts';
 import { allowedBy, storedPatterns } from './tool-patterns.ts';
 import type { UpstreamConnection, UpstreamServers } from './upstream-servers.ts';
 
@@ -101,9 +102,10 @@ export class McpService {
    * initialize opens a session for the caller's token; anything else goes to the caller's session.
    */
   async handle(request: Request, principal: Principal, scope: string, body: unknown): Promise<Response> {
+    const sdk = await loadServerSdk();
     const id = request.headers.get('mcp-session-id');
     if (id === null) {
-      if (request.method === 'POST' && isInitializeRequest(body)) return this.open(request, principal, scope, body);
+      if (request.method === 'POST' && sdk.isInitializeRequest(body)) return this.open(sdk, request, principal, scope, body);
       return jsonRpcError(400, -32000, 'Bad Request: Mcp-Session-Id header is required');
     }
     // The store decides, also for a session held here: another instance may have ended it.
@@ -114,14 +116,14 @@ export class McpService {
       if (session) this.drop(id, session);
       return sessionNotFound();
     }
-    session ??= await this.takeUp(row, principal);
+    session ??= await this.takeUp(sdk, row, principal);
     session.usedAt = Date.now();
     return session.transport.handleRequest(request, { parsedBody: body });
   }
 
-  private async open(request: Request, principal: Principal, scope: string, body: { params: { protocolVersion: string } }): Promise<Response> {
-    const transport = this.transport(principal, scope, () => randomUUID());
-    const server = this.server(principal, scope);
+  private async open(sdk: ServerSdk, request: Request, principal: Principal, scope: string, body: { params: { protocolVersion: string } }): Promise<Response> {
+    const transport = this.transport(sdk, principal, scope, () => randomUUID());
+    const server = this.server(sdk, principal, scope);
     await server.connect(transport);
     const response = await transport.handleRequest(request, { parsedBody: body });
     const id = transport.sessionId;
@@ -132,17 +134,17 @@ export class McpService {
   }
 
   /** Sets up a live session of the store on this instance, as its initialize had left it. */
-  private async takeUp(row: McpSessionRow, principal: Principal): Promise<LocalSession> {
-    const transport = this.transport(principal, row.scope, () => row.id);
-    await this.server(principal, row.scope).connect(transport);
+  private async takeUp(sdk: ServerSdk, row: McpSessionRow, principal: Principal): Promise<LocalSession> {
+    const transport = this.transport(sdk, principal, row.scope, () => row.id);
+    await this.server(sdk, principal, row.scope).connect(transport);
     const initialize = { jsonrpc: '2.0', id: 0, method: 'initialize', params: { protocolVersion: row.protocol_version, capabilities: {}, clientInfo: { name: 'resumed', version: '0' } } };
     const replayed = await transport.handleRequest(new Request('http://gateway/mcp', { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' } }), { parsedBody: initialize });
     await replayed.text();
     return this.sessions.get(row.id)!;
   }
 
-  private transport(principal: Principal, scope: string, sessionId: () => string): WebStandardStreamableHTTPServerTransport {
-    const transport = new WebStandardStreamableHTTPServerTransport({
+  private transport(sdk: ServerSdk, principal: Principal, scope: string, sessionId: () => string): WebStandardStreamableHTTPServerTransport {
+    const transport = new sdk.WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: sessionId,
       onsessioninitialized: (id) => {
         this.sessions.set(id, { transport, tokenId: principal.tokenId, scope, usedAt: Date.now() });
@@ -160,10 +162,10 @@ export class McpService {
   }
 
   /** The MCP server of one session: its tools are read for the caller on each request. */
-  private server(principal: Principal, scope: string): Server {
-    const server = new Server({ name: 'gengate', version: '1' }, { capabilities: { tools: {} } });
-    server.setRequestHandler(ListToolsRequestSchema, async () => ({ tools: await this.listTools(principal, scope) }));
-    server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
+  private server(sdk: ServerSdk, principal: Principal, scope: string): Server {
+    const server = new sdk.Server({ name: 'gengate', version: '1' }, { capabilities: { tools: {} } });
+    server.setRequestHandler(sdk.ListToolsRequestSchema, async () => ({ tools: await this.listTools(principal, scope) }));
+    server.setRequestHandler(sdk.CallToolRequestSchema, async (request, extra) => {
       const progressToken = request.params._meta?.progressToken;
       return this.callTool(principal, scope, request.params.name, request.params.arguments ?? {}, {
         signal: extra.signal,

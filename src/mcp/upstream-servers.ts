@@ -4,11 +4,11 @@
  * GENGATE_CONFIG (ConfiguredMcpServers) or from any other source of settings.
  */
 import type { Logger } from 'pino';
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { McpError, type CallToolResult, type Progress, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { CallToolResult, Progress, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { SettingsError, type McpServer } from '../config/settings.ts';
 import { ApiError } from '../core/errors.ts';
+import { loadClientSdk } from './sdk.ts';
 import type { OutboundUrlPolicy } from '../core/outbound-urls.ts';
 
 /** The upstream servers the gateway offers, by name. */
@@ -71,6 +71,7 @@ export class UpstreamConnection {
 
   private connected(): Promise<Client> {
     this.client ??= (async () => {
+      const { Client, StreamableHTTPClientTransport } = await loadClientSdk();
       const client = new Client({ name: 'gengate', version: '1' });
       const transport = new StreamableHTTPClientTransport(new URL(this.server.url), { requestInit: { headers: this.server.headers }, fetch: this.deps.fetch });
       client.onclose = () => {
@@ -99,7 +100,7 @@ export class UpstreamConnection {
     } catch (err) {
       // A cancelled call or the server's own JSON-RPC error leaves the connection as it is (it
       // still has to carry the cancellation upstream); anything else may be a dead session.
-      if (!signal?.aborted && !(err instanceof McpError)) {
+      if (!signal?.aborted && !(err instanceof (await loadClientSdk()).McpError)) {
         this.deps.logger.warn({ err, server: this.server.name }, 'an MCP upstream call failed');
         this.forget(pending);
       }
