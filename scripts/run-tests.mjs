@@ -1,7 +1,8 @@
 // Runs the test suite with node:test. Node 22.18 and later strip TypeScript types themselves
 // (the code uses only erasable syntax: tsconfig.json erasableSyntaxOnly); older Node loads the
-// same files through scripts/typescript-loader.mjs.
-import { spawnSync } from 'node:child_process';
+// same files through scripts/typescript-loader.mjs. With --typecheck, `tsc --noEmit` runs beside
+// the suite (the two together take the time of the longer), and either failing fails the run.
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -13,5 +14,18 @@ const loader = process.features.typescript ? [] : ['--import', './scripts/typesc
 // Every test file is a process of its own (and some start more): Node's compile cache (22.1 and
 // later) keeps the compiled modules, which a process would otherwise compile all again.
 const env = { ...process.env, NODE_COMPILE_CACHE: process.env.NODE_COMPILE_CACHE ?? path.join(os.tmpdir(), 'gengate-node-compile-cache') };
-const result = spawnSync(process.execPath, [...loader, '--test', `--test-concurrency=${concurrency}`, ...files], { stdio: 'inherit', env });
-process.exit(result.status ?? 1);
+
+/** Resolves with the exit code of a process; `output` collects what it prints instead of passing it on. */
+function run(command, args, output) {
+  const child = spawn(command, args, { env, stdio: ['ignore', output ? 'pipe' : 'inherit', output ? 'pipe' : 'inherit'] });
+  child.stdout?.on('data', (d) => output.push(d));
+  child.stderr?.on('data', (d) => output.push(d));
+  return new Promise((resolve) => child.on('close', (code) => resolve(code ?? 1)));
+}
+
+const typecheckOutput = [];
+const typecheck = process.argv.includes('--typecheck') ? run(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit'], typecheckOutput) : Promise.resolve(0);
+const suite = await run(process.execPath, [...loader, '--test', `--test-concurrency=${concurrency}`, ...files]);
+const typecheckCode = await typecheck;
+if (typecheckCode !== 0) process.stdout.write(`tsc --noEmit failed:\n${Buffer.concat(typecheckOutput).toString()}`);
+process.exit(suite !== 0 ? suite : typecheckCode);
