@@ -329,7 +329,17 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await mcp.close();
       await upstreamMcp.close();
       tasks.close();
-      await app.close();
+      // Node closes the idle keep-alive connections once, when the server stops listening; a reply
+      // still under way then (a file streaming, a stream ending) leaves its connection open for the
+      // keep-alive timeout (72 s), and the close would wait for it. It is closed once idle instead.
+      const idleSweep = setInterval(() => {
+        if (!app.server.listening) app.server.closeIdleConnections();
+      }, 50);
+      try {
+        await app.close();
+      } finally {
+        clearInterval(idleSweep);
+      }
       // Before the queue stops: a running image line waits for its task.
       await batchRunner?.stop();
       await queue.stop();

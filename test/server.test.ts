@@ -1,6 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { once } from 'node:events';
 import fs from 'node:fs';
+import http from 'node:http';
+import { setTimeout as delay } from 'node:timers/promises';
 import path from 'node:path';
 import { startTestServer, type TestServer } from './support/server.ts';
 
@@ -173,5 +177,34 @@ describe('HTTP server', () => {
     res = await srv.fetch('/v1/models/list?type=a%00b', { token: srv.adminToken });
     assert.equal(res.status, 400);
     assert.equal((await errorOf(res)).code, 'invalid_parameter');
+  });
+});
+
+describe('server close', () => {
+  it('does not wait out the keep-alive timeout of a connection whose reply ends after the close began', async () => {
+    const srv = await startTestServer();
+    const token = await srv.tokenFor('closer');
+    const form = new FormData();
+    form.append('file', new Blob([randomBytes(8 * 1024 * 1024)], { type: 'image/png' }), 'big.png');
+    const uploaded = await srv.fetch('/v1/files/upload', { method: 'POST', token, body: form });
+    assert.equal(uploaded.status, 200);
+    const { data } = (await uploaded.json()) as { data: { url: string } };
+    // A keep-alive download left unread: its reply is under way when the close begins.
+    const agent = new http.Agent({ keepAlive: true });
+    const res = await new Promise<http.IncomingMessage>((resolve, reject) => http.get(data.url, { agent }, resolve).on('error', reject));
+    assert.equal(res.statusCode, 200);
+    res.pause();
+    const started = Date.now();
+    const closed = srv.close().then(() => Date.now() - started);
+    await delay(300);
+    let bytes = 0;
+    res.on('data', (chunk: Buffer) => (bytes += chunk.length));
+    res.resume();
+    await once(res, 'end');
+    assert.equal(bytes, 8 * 1024 * 1024);
+    // The connection is idle now and kept alive by the client; the keep-alive timeout is 72 s.
+    const tookMs = await closed;
+    agent.destroy();
+    assert.ok(tookMs < 10_000, `the close took ${tookMs} ms`);
   });
 });

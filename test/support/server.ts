@@ -61,19 +61,7 @@ export async function startTestServer(env: Record<string, string> = {}, parts: S
       return ((await res.json()) as { token: string }).token;
     },
     async close() {
-      // Node closes the idle keep-alive connections once, when the HTTP server stops listening; a
-      // reply that ends later (a file still streaming, a delayed stream the test left unread)
-      // leaves its connection open for the keep-alive timeout (72 s), and the close waits for it.
-      // The test's client connections are closed as soon as they are idle instead.
-      const http = server.app.server;
-      const idleSweep = setInterval(() => {
-        if (!http.listening) http.closeIdleConnections();
-      }, 50);
-      try {
-        await server.close();
-      } finally {
-        clearInterval(idleSweep);
-      }
+      await server.close();
       if (!env.DATA_DIR) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
