@@ -6,13 +6,11 @@
 // (from /proc at 8 to 64 connections); streams: 256 to 4,096 concurrent streaming calls of 20 chunks
 // 100 ms apart, clean when every chunk and [DONE] arrive with no gap over 500 ms; RSS throughout.
 // Needs wrk (Debian's package `wrk`). BENCH_DURATION_S (default 5) sets each load step.
-import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
-import { cpuSeconds, createToken, listeningUrl, rssMb, startBenchServer } from './support.ts';
+import { cpuSeconds, createToken, listeningUrl, requireWrk, rssMb, startBenchServer, wrkCounts, wrkPostScript } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTION_STEPS = [1, 4, 8, 16, 32, 64, 128];
@@ -141,18 +139,18 @@ const millis = (text: string) => {
 
 /** wrk -t1 on core 1: POSTs the chat request at `connections` for `seconds`. */
 function wrk(target: Target, connections: number, seconds: number): WrkResult {
-  const script = path.join(os.tmpdir(), `gengate-bench-${process.pid}-${target.name.replace(/\W/g, '-')}.lua`);
-  fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(JSON.stringify({ ...REQUEST, stream: false }))}\nwrk.headers["content-type"] = "application/json"\nwrk.headers["authorization"] = ${JSON.stringify(target.authorization)}\n`);
+  const script = wrkPostScript(target.name, { ...REQUEST, stream: false }, { authorization: target.authorization });
   const out = execFileSync('taskset', ['-c', LOAD_CORE, 'wrk', '-t1', `-c${connections}`, `-d${seconds}s`, '--latency', '-s', script, target.url], { encoding: 'utf8' });
   fs.rmSync(script);
   const percentile = (p: string) => millis(new RegExp(`^\\s+${p}%\\s+(\\S+)`, 'm').exec(out)![1]!);
   const socketErrors = /Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)/.exec(out);
+  const { requests, non2xx } = wrkCounts(out);
   return {
     rps: Number(/Requests\/sec:\s+([\d.]+)/.exec(out)![1]),
-    requests: Number(/(\d+) requests in/.exec(out)![1]),
+    requests,
     p50: percentile('50'),
     p99: percentile('99'),
-    errors: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
+    errors: non2xx + (socketErrors ? socketErrors.slice(1).reduce((a, b) => a + Number(b), 0) : 0),
   };
 }
 
@@ -201,7 +199,7 @@ async function streamCapacity(target: Target, count: number): Promise<StreamsRes
 }
 
 async function main(): Promise<void> {
-  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is missing: install it (Debian: apt-get install -y wrk)');
+  requireWrk();
   execFileSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
   const upstream = await startPinned(LOAD_CORE, 'upstream');
   const bare = await startPinned(GATEWAY_CORE, 'bare-proxy', upstream.url);

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -116,4 +116,25 @@ export function listeningUrl(child: ChildProcess, name: string): Promise<string>
     });
     child.on('exit', (code) => reject(new Error(`${name} exited with ${code}`)));
   });
+}
+
+// ---- wrk (Debian's package `wrk`), the load generator of the hot-path and task-pipeline benchmarks ----
+
+/** Throws, saying how to install it, when wrk is not on the PATH. */
+export function requireWrk(): void {
+  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is missing: install it (Debian: apt-get install -y wrk)');
+}
+
+/** Writes a wrk script that POSTs `body` as JSON with `headers`; answers its path (the caller removes it). */
+export function wrkPostScript(name: string, body: unknown, headers: Record<string, string>): string {
+  const script = path.join(os.tmpdir(), `gengate-bench-${process.pid}-${name.replace(/\W/g, '-')}.lua`);
+  const lines = [`wrk.method = "POST"`, `wrk.body = ${JSON.stringify(JSON.stringify(body))}`, `wrk.headers["content-type"] = "application/json"`];
+  for (const [header, value] of Object.entries(headers)) lines.push(`wrk.headers[${JSON.stringify(header)}] = ${JSON.stringify(value)}`);
+  fs.writeFileSync(script, `${lines.join('\n')}\n`);
+  return script;
+}
+
+/** From wrk's output: the requests it completed and how many of them did not answer 2xx. */
+export function wrkCounts(out: string): { requests: number; non2xx: number } {
+  return { requests: Number(/(\d+) requests in/.exec(out)![1]), non2xx: Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0) };
 }

@@ -7,11 +7,9 @@
 // (default 5) sets the submit phase.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
-import os from 'node:os';
-import path from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { cpuSeconds, createToken, startBenchServer, type BenchServer } from './support.ts';
+import { cpuSeconds, createToken, requireWrk, startBenchServer, wrkCounts, wrkPostScript, type BenchServer } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTIONS = 32;
@@ -19,7 +17,7 @@ const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 /** seedream-4.0's provider runs on the noop engine. */
 const NOOP_CONFIG = JSON.stringify({ providers: { volcengine: { adapter: 'noop' } } });
-const BODY = JSON.stringify({ prompt: 'bench', model: 'seedream-4.0', size: '64x64' });
+const BODY = { prompt: 'bench', model: 'seedream-4.0', size: '64x64' };
 const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
 const run = promisify(execFile);
 
@@ -32,22 +30,22 @@ async function commits(client: pg.Client): Promise<number> {
 
 /** wrk's count of 2xx answers: its requests less the non-2xx ones. */
 function acceptedOf(out: string): number {
-  const requests = Number(/(\d+) requests in/.exec(out)![1]);
-  const refused = Number(/Non-2xx or 3xx responses: (\d+)/.exec(out)?.[1] ?? 0);
-  return requests - refused;
+  const { requests, non2xx } = wrkCounts(out);
+  return requests - non2xx;
 }
 
 async function pass(instances: number, client: pg.Client): Promise<Pass> {
   const schema = `bench_pipeline_${process.pid}_${instances}`;
   const env = { DATABASE_URL: PG_URL, DATABASE_SCHEMA: schema, REDIS_URL, REDIS_PREFIX: schema, GENGATE_CONFIG: NOOP_CONFIG };
   const servers: BenchServer[] = [];
-  const script = path.join(os.tmpdir(), `${schema}.lua`);
+  let script: string | undefined;
   try {
     // One after the other: the first creates the schema.
     for (let i = 0; i < instances; i++) servers.push(await startBenchServer(env, { built: true, core: String(i) }));
     const token = await createToken(servers[0]!, 'bench');
-    fs.writeFileSync(script, `wrk.method = "POST"\nwrk.body = ${JSON.stringify(BODY)}\nwrk.headers["content-type"] = "application/json"\nwrk.headers["authorization"] = "Bearer ${token}"\nwrk.headers["x-async"] = "1"\n`);
-    const submit = (seconds: number) => Promise.all(servers.map((s) => run('wrk', ['-t1', `-c${CONNECTIONS / instances}`, `-d${seconds}s`, '-s', script, `${s.url}/v1/images/generations`])));
+    const submitScript = wrkPostScript(schema, BODY, { authorization: `Bearer ${token}`, 'x-async': '1' });
+    script = submitScript;
+    const submit = (seconds: number) => Promise.all(servers.map((s) => run('wrk', ['-t1', `-c${CONNECTIONS / instances}`, `-d${seconds}s`, '-s', submitScript, `${s.url}/v1/images/generations`])));
     const live = async () => Number((await client.query<{ n: string }>(`select count(*) as n from "${schema}".tasks where status not in (${TERMINAL.map((s) => `'${s}'`).join(', ')})`)).rows[0]!.n);
     const drained = async (timeoutMs: number) => {
       const deadline = Date.now() + timeoutMs;
@@ -70,13 +68,13 @@ async function pass(instances: number, client: pg.Client): Promise<Pass> {
     return { instances, tasks, accepted: outs.reduce((sum, o) => sum + acceptedOf(o.stdout), 0), succeeded, seconds, cpuMsPerTask: (cpu * 1000) / tasks, commitsPerTask: ((await commits(client)) - before.commits) / tasks };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
-    fs.rmSync(script, { force: true });
+    if (script) fs.rmSync(script, { force: true });
     await client.query(`drop schema if exists "${schema}" cascade`);
   }
 }
 
 async function main(): Promise<void> {
-  if (spawnSync('wrk', ['-v']).error) throw new Error('wrk is missing: install it (Debian: apt-get install -y wrk)');
+  requireWrk();
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
   try {
     await client.connect();
