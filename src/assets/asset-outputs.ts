@@ -41,6 +41,8 @@ export class AssetOutputs {
    * each: dropping one output must not delete bytes another end is about to record.
    */
   private readonly waiting = new Map<string, number>();
+  /** Deletions of bytes under way, by hash: an end storing the same bytes waits for it first. */
+  private readonly deleting = new Map<string, Promise<void>>();
 
   private readonly ctx: AssetContext;
 
@@ -76,7 +78,7 @@ export class AssetOutputs {
   /** Removes output bytes that no record came to use (the task's end was not written). */
   async dropOutput(content: StoredOutputContent): Promise<void> {
     this.release(content.hash);
-    if (content.stored && !this.waiting.has(content.hash) && !(await this.ctx.repo.hasContent(content.hash))) await this.ctx.blobs.delete(contentKey(content.hash));
+    if (content.stored && !this.waiting.has(content.hash) && !(await this.ctx.repo.hasContent(content.hash))) await this.deleteBytes(content.hash);
   }
 
   /**
@@ -85,13 +87,28 @@ export class AssetOutputs {
    */
   async expireOutput(ownerId: string, jobId: string, hash: string): Promise<void> {
     await this.ctx.repo.deleteOutputRecords(ownerId, jobId, hash);
-    if (!this.waiting.has(hash) && (await this.ctx.repo.deleteUnreferencedContent(hash))) await this.ctx.blobs.delete(contentKey(hash));
+    if (!this.waiting.has(hash) && (await this.ctx.repo.deleteUnreferencedContent(hash))) await this.deleteBytes(hash);
+  }
+
+  /**
+   * Deletes bytes found unused, unless an end began storing the same bytes while the store was
+   * asked (it found them there and will record them); an end beginning during the deletion waits
+   * for it, and so stores them again.
+   */
+  private async deleteBytes(hash: string): Promise<void> {
+    if (this.waiting.has(hash)) return;
+    const deletion = this.ctx.blobs.delete(contentKey(hash)).finally(() => {
+      if (this.deleting.get(hash) === deletion) this.deleting.delete(hash);
+    });
+    this.deleting.set(hash, deletion);
+    await deletion;
   }
 
   /** Runs `store` with the hash held, from before the store looks for the bytes; released when it fails. */
   private async holding(hash: string, store: () => Promise<StoredOutputContent>): Promise<StoredOutputContent> {
     this.waiting.set(hash, (this.waiting.get(hash) ?? 0) + 1);
     try {
+      await this.deleting.get(hash)?.catch(() => undefined);
       return await store();
     } catch (err) {
       this.release(hash);
