@@ -9,9 +9,9 @@ import path from 'node:path';
 
 const DIRS = ['test', 'test/unit', 'test/console'];
 const files = DIRS.flatMap((dir) => fs.readdirSync(dir).filter((f) => f.endsWith('.test.ts')).sort().map((f) => path.join(dir, f)));
-// Three files at a time on two cores: much of a test file's time is spent waiting (timers, sockets,
-// child processes), and the Node 24 pass took 241 s at three against 303 s at two.
-const concurrency = process.env.TEST_CONCURRENCY ?? '3';
+// Two files at a time on two cores. Three made the Node 24 pass faster (241 s against 303 s), but in
+// one of two CI runs at three an outage test missed its recovery bound (test/redis-outage.test.ts).
+const concurrency = process.env.TEST_CONCURRENCY ?? '2';
 const loader = process.features.typescript ? [] : ['--import', './scripts/typescript-loader.mjs'];
 // Every test file is a process of its own (and some start more): Node's compile cache (22.1 and
 // later) keeps the compiled modules, which a process would otherwise compile all again.
