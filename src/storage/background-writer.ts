@@ -55,7 +55,9 @@ parentPort.on('message', (message) => {
 });
 `;
 
+/** A write sent to the thread and not yet answered: close() waits on `written`. */
 interface Pending {
+  written: Promise<void>;
   resolve: () => void;
   reject: (err: Error) => void;
 }
@@ -76,6 +78,8 @@ export function sqliteBackgroundWriter(file: string): BackgroundWriter {
     thread.on('message', (message: { id: number; error?: string }) => {
       const p = pending.get(message.id);
       pending.delete(message.id);
+      // The thread keeps the process alive only while it has writes to answer.
+      if (pending.size === 0) thread.unref();
       if (message.error === undefined) p?.resolve();
       else p?.reject(new Error(message.error));
     });
@@ -88,31 +92,29 @@ export function sqliteBackgroundWriter(file: string): BackgroundWriter {
     return (worker = thread);
   };
 
-  /** Writes sent and not yet answered, for close() to wait on. */
-  const inflight = new Set<Promise<void>>();
   let closed = false;
   return {
     write(statements) {
       // After close the store is going away (its directory may be deleted next): no thread starts again.
       if (closed) return Promise.reject(new Error('the background SQLite writer is closed'));
       const id = nextId++;
-      const written = new Promise<void>((resolve, reject) => {
-        pending.set(id, { resolve, reject });
+      let settle!: Omit<Pending, 'written'>;
+      const written = new Promise<void>((resolve, reject) => (settle = { resolve, reject }));
+      pending.set(id, { ...settle, written });
+      try {
+        const thread = started();
+        thread.ref();
         // As JSON text: a string crosses to the thread at the cost of a copy, objects at the cost of a structured clone.
-        started().postMessage({ id, statements: JSON.stringify(statements) });
-      });
-      // The thread keeps the process alive only while it has writes to answer.
-      inflight.add(written);
-      worker?.ref();
-      void written.catch(() => undefined).finally(() => {
-        inflight.delete(written);
-        if (inflight.size === 0) worker?.unref();
-      });
+        thread.postMessage({ id, statements: JSON.stringify(statements) });
+      } catch (err) {
+        pending.delete(id);
+        settle.reject(err as Error);
+      }
       return written;
     },
     async close() {
       closed = true;
-      await Promise.allSettled([...inflight]);
+      await Promise.allSettled([...pending.values()].map((p) => p.written));
       const thread = worker;
       if (!thread) return;
       worker = undefined;
