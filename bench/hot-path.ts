@@ -120,9 +120,14 @@ async function runStreams(url: string, authorization: string, count: number): Pr
 
 // ---- the run ----
 
-/** Starts `node --import tsx bench/hot-path.ts <mode> …` pinned to a core; resolves with its URL. */
+/** Runs `node --import tsx bench/hot-path.ts <mode> …` pinned to a core, its output piped. */
+function spawnPinned(core: string, mode: string, ...args: string[]): ChildProcess {
+  return spawn('taskset', ['-c', core, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+}
+
+/** Starts a server mode of this script pinned to a core; resolves with its URL. */
 async function startPinned(core: string, mode: string, ...args: string[]): Promise<{ url: string; child: ChildProcess }> {
-  const child = spawn('taskset', ['-c', core, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', mode, ...args], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnPinned(core, mode, ...args);
   return { url: await listeningUrl(child, mode), child };
 }
 
@@ -191,7 +196,7 @@ async function measure(target: Target): Promise<Figures> {
 }
 
 async function streamCapacity(target: Target, count: number): Promise<StreamsResult> {
-  const child = spawn('taskset', ['-c', LOAD_CORE, process.execPath, '--import', 'tsx', 'bench/hot-path.ts', 'streams', target.url, target.authorization, String(count)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawnPinned(LOAD_CORE, 'streams', target.url, target.authorization, String(count));
   let out = '';
   child.stdout!.on('data', (d) => (out += d));
   await new Promise((resolve) => child.on('exit', resolve));
