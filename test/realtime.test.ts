@@ -1,10 +1,10 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import net from 'node:net';
 import { createHash } from 'node:crypto';
 import WebSocket from 'ws';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { within } from './support/wait.ts';
+import { freePort } from './support/free-port.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -185,14 +185,6 @@ async function pushesUntilEnd(client: TestClient, taskId: string): Promise<Json[
     pushes.push(push);
     if (['success', 'failed', 'rejected', 'cancelled'].includes(push.data.queue_status.status)) return pushes;
   }
-}
-
-async function freePort(): Promise<number> {
-  const probe = net.createServer();
-  await new Promise<void>((resolve) => probe.listen(0, '127.0.0.1', resolve));
-  const port = (probe.address() as net.AddressInfo).port;
-  await new Promise<void>((resolve) => probe.close(() => resolve()));
-  return port;
 }
 
 describe('realtime gateway: handshake', () => {

@@ -1,19 +1,8 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import net from 'node:net';
 import { Redis } from 'ioredis';
 import { eventually } from './wait.ts';
-
-/** A port nobody listens on now, for a server the test starts itself. */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as net.AddressInfo;
-  server.close();
-  await once(server, 'close');
-  return port;
-}
+import { freePort } from './free-port.ts';
 
 /**
  * A `redis-server` of the test's own on a free port, without persistence (a restart comes back
