@@ -30,6 +30,7 @@ import { OutputRetention } from './tasks/output-retention.ts';
 import { InputReader, ownFileRef } from './tasks/input-reader.ts';
 import { OutboundFetcher, type HostResolver } from './tasks/outbound-fetch.ts';
 import { OutboundUrlPolicy } from './core/outbound-urls.ts';
+import { gracefulCloser } from './core/graceful-close.ts';
 import { GenerationService } from './tasks/generation-service.ts';
 import { ImageService } from './images/service.ts';
 import { VideoService } from './video/service.ts';
@@ -267,6 +268,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
     embeddings, rerank, transcriptions, speechAudio, openaiResponses, openaiFiles, batches, anthropicMessages, live, runtimeSettings, audit,
   };
   const app = await buildApp(services);
+  const closeApp = gracefulCloser(app.server);
   const realtime = createRealtimeGateway({ bus, tokens, tasks, approvals: agents.approvals, tickets: wsTickets, settings, logger: realtimeLogger });
   // A worker answers /healthz and /metrics only.
   const servesApi = settings.role !== 'worker';
@@ -329,17 +331,7 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
       await mcp.close();
       await upstreamMcp.close();
       tasks.close();
-      // Node closes the idle keep-alive connections once, when the server stops listening; a reply
-      // still under way then (a file streaming, a stream ending) leaves its connection open for the
-      // keep-alive timeout (72 s), and the close would wait for it. It is closed once idle instead.
-      const idleSweep = setInterval(() => {
-        if (!app.server.listening) app.server.closeIdleConnections();
-      }, 50);
-      try {
-        await app.close();
-      } finally {
-        clearInterval(idleSweep);
-      }
+      await closeApp(() => app.close());
       // Before the queue stops: a running image line waits for its task.
       await batchRunner?.stop();
       await queue.stop();

@@ -4,9 +4,11 @@ import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import fs from 'node:fs';
 import http from 'node:http';
+import net from 'node:net';
 import { setTimeout as delay } from 'node:timers/promises';
 import path from 'node:path';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { freePort } from './support/free-port.ts';
 
 interface ErrorBody {
   error: { message: string; type: string; code: string; param: string | null };
@@ -206,5 +208,29 @@ describe('server close', () => {
     const tookMs = await closed;
     agent.destroy();
     assert.ok(tookMs < 10_000, `the close took ${tookMs} ms`);
+  });
+
+  it('does not wait for connections that never sent a request, and lets a request under way finish', async () => {
+    const realtimePort = await freePort();
+    const srv = await startTestServer({ REALTIME_PORT: String(realtimePort), LOCAL_ENGINE_MIN_DURATION_MS: '1000' });
+    const token = await srv.tokenFor('preconnect');
+    // Opened and left silent, as a client's preconnect or a pool's spare socket: one on each port.
+    const unused = [Number(new URL(srv.url).port), realtimePort].map((port) => net.connect(port, '127.0.0.1'));
+    await Promise.all(unused.map((socket) => once(socket, 'connect')));
+    const ended = unused.map((socket) => once(socket, 'close'));
+    // A chat stream of the local engine, paced over about a second: under way when the close begins.
+    const streaming = srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'a long answer, please' }] } });
+    const res = await streaming;
+    assert.equal(res.status, 200);
+    const started = Date.now();
+    const closed = srv.close().then(() => Date.now() - started);
+    const body = await res.text();
+    assert.match(body, /data: \[DONE\]/);
+    // The close would wait on the silent connections for minutes: after 10 s the test ends them itself and fails.
+    const tookMs = await Promise.race([closed, delay(10_000).then(() => undefined)]);
+    for (const socket of unused) socket.destroy();
+    await Promise.all(ended);
+    assert.ok(tookMs !== undefined, 'the close waited on connections that never sent a request');
+    await closed;
   });
 });

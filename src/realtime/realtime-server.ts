@@ -1,5 +1,6 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gracefulCloser } from '../core/graceful-close.ts';
 import type { RealtimeGateway } from './realtime-gateway.ts';
 
 export interface RealtimeServer {
@@ -18,6 +19,7 @@ export async function startRealtimeServer(gateway: RealtimeGateway, opts: { host
     res.end('this port serves the realtime WebSocket gateway\n');
   });
   server.on('upgrade', (req, socket, head) => gateway.handleUpgrade(req, socket, head));
+  const closeServer = gracefulCloser(server);
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port, opts.host, () => {
@@ -27,6 +29,6 @@ export async function startRealtimeServer(gateway: RealtimeGateway, opts: { host
   });
   return {
     port: (server.address() as AddressInfo).port,
-    close: () => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve()))),
+    close: () => closeServer(() => new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))),
   };
 }
