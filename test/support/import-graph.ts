@@ -7,7 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import ts from 'typescript';
 
-export const SRC = path.resolve(import.meta.dirname, '../../src');
+/** The tests run from the project's root (from the sources, or from scripts/test-tree.mjs's JavaScript). */
+export const SRC = path.resolve('src');
 
 export function sourceFiles(dir: string): string[] {
   return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
