@@ -1,8 +1,8 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { FakeOpenAiImages } from './fakes/openai-images-upstream.ts';
-import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type Json } from './support/provider-harness.ts';
+import { FakeOpenAiImages } from '../fakes/openai-images-upstream.ts';
+import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type Json } from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_OPENAI_IMAGES_KEY';
 const API_KEY = 'sk-test-images';

@@ -1,13 +1,13 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { klingToken } from '../src/providers/kling/adapter.ts';
-import { KLING_ACCESS_KEY, KLING_SECRET_KEY, KLING_VIDEO_SIZE, KlingUpstream, verifyToken } from './fakes/kling-upstream.ts';
-import { download } from './support/audio.ts';
-import { audioStream, ffprobe } from './support/media.ts';
+import { klingToken } from '../../src/providers/kling/adapter.ts';
+import { KLING_ACCESS_KEY, KLING_SECRET_KEY, KLING_VIDEO_SIZE, KlingUpstream, verifyToken } from '../fakes/kling-upstream.ts';
+import { download } from '../support/audio.ts';
+import { audioStream, ffprobe } from '../support/media.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
+} from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_KLING_KEYS';
 process.env[KEY_ENV] = `${KLING_ACCESS_KEY}:${KLING_SECRET_KEY}`;

@@ -1,17 +1,17 @@
-import { readTaskEvents } from './support/sse.ts';
+import { readTaskEvents } from '../support/sse.ts';
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import sharp from 'sharp';
-import { FakeComfyUI } from './fakes/comfyui-upstream.ts';
-import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type Json } from './support/provider-harness.ts';
-import { bindGraph, historyOutcome, refusalText, requestValues } from '../src/providers/comfyui/mapping.ts';
-import { loadWorkflows, WorkflowError, type Workflow } from '../src/providers/comfyui/workflow-catalog.ts';
-import type { TaskStatusEvent } from '../src/storage/event-bus.ts';
+import { FakeComfyUI } from '../fakes/comfyui-upstream.ts';
+import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type Json } from '../support/provider-harness.ts';
+import { bindGraph, historyOutcome, refusalText, requestValues } from '../../src/providers/comfyui/mapping.ts';
+import { loadWorkflows, WorkflowError, type Workflow } from '../../src/providers/comfyui/workflow-catalog.ts';
+import type { TaskStatusEvent } from '../../src/storage/event-bus.ts';
 
-const EXAMPLE = path.join(import.meta.dirname, '..', 'workflows', 'examples', 'sd15-text-to-image.json');
+const EXAMPLE = path.join(import.meta.dirname, '..', '..', 'workflows', 'examples', 'sd15-text-to-image.json');
 const TEXT_TO_IMAGE = 'sd15-text-to-image';
 
 /** An image-to-image workflow: the request's first image is uploaded and loaded by node 10. */

@@ -1,12 +1,12 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { PLACEHOLDER_CALLBACK_URL } from '../src/providers/suno/adapter.ts';
-import { SunoUpstream, TRACK_SECONDS } from './fakes/suno-upstream.ts';
-import { audioMetadata, download } from './support/audio.ts';
+import { PLACEHOLDER_CALLBACK_URL } from '../../src/providers/suno/adapter.ts';
+import { SunoUpstream, TRACK_SECONDS } from '../fakes/suno-upstream.ts';
+import { audioMetadata, download } from '../support/audio.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
+} from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_SUNO_KEY';
 const WRONG_KEY_ENV = 'GENGATE_TEST_SUNO_WRONG_KEY';

@@ -1,9 +1,9 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fs from 'node:fs';
-import { startTestServer, type TestServer } from './support/server.ts';
-import { FakeSyncModelsUpstream } from './fakes/sync-models-upstream.ts';
-import { eventually } from './support/wait.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { FakeSyncModelsUpstream } from '../fakes/sync-models-upstream.ts';
+import { eventually } from '../support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;

@@ -1,9 +1,9 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { ArkUpstream, IMAGE_TOKENS } from './fakes/ark-upstream.ts';
-import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type Json } from './support/provider-harness.ts';
-import { eventually } from './support/wait.ts';
+import { ArkUpstream, IMAGE_TOKENS } from '../fakes/ark-upstream.ts';
+import { providerEnv, useProviderGateway, withGateway, withRestartingGateway, type Json } from '../support/provider-harness.ts';
+import { eventually } from '../support/wait.ts';
 
 const KEY_ENV = 'GENGATE_TEST_ARK_IMAGES_KEY';
 process.env[KEY_ENV] = 'ark-images-key';

@@ -1,13 +1,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { rodinAdapter } from '../src/providers/rodin/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
-import { FakeRodin, RODIN_KEY } from './fakes/rodin-upstream.ts';
+import { rodinAdapter } from '../../src/providers/rodin/adapter.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../../src/providers/spec.ts';
+import { FakeRodin, RODIN_KEY } from '../fakes/rodin-upstream.ts';
 import {
   adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
-} from './support/provider-harness.ts';
-import { runContext } from './support/run-context.ts';
+} from '../support/provider-harness.ts';
+import { runContext } from '../support/run-context.ts';
 
 const engineFor = (fake: FakeRodin): GenerationEngine => adapterEngine(rodinAdapter, 'rodin', fake.baseUrl, RODIN_KEY);
 

@@ -1,12 +1,12 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp from 'sharp';
-import { ArkUpstream, VIDEO_SIZE, VIDEO_TOKENS } from './fakes/ark-upstream.ts';
-import { download } from './support/audio.ts';
-import { audioStream, ffprobe, videoStream } from './support/media.ts';
+import { ArkUpstream, VIDEO_SIZE, VIDEO_TOKENS } from '../fakes/ark-upstream.ts';
+import { download } from '../support/audio.ts';
+import { audioStream, ffprobe, videoStream } from '../support/media.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
+} from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_ARK_KEY';
 process.env[KEY_ENV] = 'ark-secret-key';

@@ -1,8 +1,8 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { startTestServer, type TestServer } from './support/server.ts';
-import { AnthropicUpstream, anthropicError } from './fakes/anthropic-upstream.ts';
-import { agentEvents, runItems, sseData } from './support/sse.ts';
+import { startTestServer, type TestServer } from '../support/server.ts';
+import { AnthropicUpstream, anthropicError } from '../fakes/anthropic-upstream.ts';
+import { agentEvents, runItems, sseData } from '../support/sse.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;

@@ -1,10 +1,10 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ASYNC_SECONDS, MinimaxUpstream, SYNC_SECONDS } from './fakes/minimax-upstream.ts';
-import { audioMetadata, download } from './support/audio.ts';
+import { ASYNC_SECONDS, MinimaxUpstream, SYNC_SECONDS } from '../fakes/minimax-upstream.ts';
+import { audioMetadata, download } from '../support/audio.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
+} from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_MINIMAX_KEY';
 const WRONG_KEY_ENV = 'GENGATE_TEST_MINIMAX_WRONG_KEY';

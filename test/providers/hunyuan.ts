@@ -1,13 +1,13 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { hunyuanAdapter } from '../src/providers/hunyuan/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
-import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from './fakes/hunyuan-upstream.ts';
-import { sampleGlb } from './fakes/upstream-media.ts';
+import { hunyuanAdapter } from '../../src/providers/hunyuan/adapter.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../../src/providers/spec.ts';
+import { FakeHunyuan, HUNYUAN_SECRET_ID, HUNYUAN_SECRET_KEY } from '../fakes/hunyuan-upstream.ts';
+import { sampleGlb } from '../fakes/upstream-media.ts';
 import {
   adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
-} from './support/provider-harness.ts';
-import { runContext } from './support/run-context.ts';
+} from '../support/provider-harness.ts';
+import { runContext } from '../support/run-context.ts';
 
 const IMG = 'https://images.example/';
 

@@ -1,14 +1,14 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { NodeIO } from '@gltf-transform/core';
-import { tripoAdapter } from '../src/providers/tripo/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
-import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY } from './fakes/tripo-upstream.ts';
-import { sampleGlb } from './fakes/upstream-media.ts';
+import { tripoAdapter } from '../../src/providers/tripo/adapter.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../../src/providers/spec.ts';
+import { FakeTripo, SEGMENT_PARTS, TRIPO_KEY } from '../fakes/tripo-upstream.ts';
+import { sampleGlb } from '../fakes/upstream-media.ts';
 import {
   adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
-} from './support/provider-harness.ts';
-import { runContext } from './support/run-context.ts';
+} from '../support/provider-harness.ts';
+import { runContext } from '../support/run-context.ts';
 
 const PNG_URL = 'https://images.example/cat.png';
 

@@ -1,10 +1,10 @@
 import { beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import sharp, { type Metadata } from 'sharp';
-import { BFL_KEY, BflUpstream, drawnSize } from './fakes/bfl-upstream.ts';
+import { BFL_KEY, BflUpstream, drawnSize } from '../fakes/bfl-upstream.ts';
 import {
   assertNotCancellableWhileHeld, assertResumedAfterRestart, providerEnv, useProviderGateway, withGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
+} from '../support/provider-harness.ts';
 
 const KEY_ENV = 'GENGATE_TEST_BFL_KEY';
 process.env[KEY_ENV] = BFL_KEY;

@@ -1,12 +1,12 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { falAdapter } from '../src/providers/fal/adapter.ts';
-import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../src/providers/spec.ts';
-import { FAL_KEY, FakeFal } from './fakes/fal-upstream.ts';
+import { falAdapter } from '../../src/providers/fal/adapter.ts';
+import { TaskFailedError, TaskRejectedError, type GenerationEngine } from '../../src/providers/spec.ts';
+import { FAL_KEY, FakeFal } from '../fakes/fal-upstream.ts';
 import {
   adapterEngine, assertNotCancellableWhileHeld, assertResumedAfterRestart, assertWaitLimited, catalogJob as job, providerEnv, runJob as run, useProviderGateway, type HeldTask, type Json,
-} from './support/provider-harness.ts';
-import { runContext } from './support/run-context.ts';
+} from '../support/provider-harness.ts';
+import { runContext } from '../support/run-context.ts';
 
 const IMG = 'https://images.example/';
 

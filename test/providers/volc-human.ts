@@ -1,15 +1,15 @@
 import { before, beforeEach, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { RESULT_SIZE, VERSION, VolcHumanUpstream } from './fakes/volc-human-upstream.ts';
-import { sampleMp3, sampleMp4 } from './fakes/upstream-media.ts';
-import type { RecordedRequest } from './fakes/recording-upstream.ts';
-import { download } from './support/audio.ts';
-import { audioStream, ffprobe, videoStream } from './support/media.ts';
+import { RESULT_SIZE, VERSION, VolcHumanUpstream } from '../fakes/volc-human-upstream.ts';
+import { sampleMp3, sampleMp4 } from '../fakes/upstream-media.ts';
+import type { RecordedRequest } from '../fakes/recording-upstream.ts';
+import { download } from '../support/audio.ts';
+import { audioStream, ffprobe, videoStream } from '../support/media.ts';
 import {
   assertNotCancellableWhileHeld, providerEnv, useProviderGateway, withGateway, withRestartingGateway, type GatewayUser, type HeldTask, type Json,
-} from './support/provider-harness.ts';
-import { eventually } from './support/wait.ts';
+} from '../support/provider-harness.ts';
+import { eventually } from '../support/wait.ts';
 
 const ACCESS_KEY_ID = 'AKLTZmFrZS1hY2Nlc3Mta2V5';
 const SECRET = 'TmpBd01qWXpNVFUxTnpVeE5EZzRZVGs0TURJeE5qRTJPV1Uz';
