@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
-import { sseData } from './support/sse.ts';
+import { contentOf, sseData } from './support/sse.ts';
 import { eventually } from './support/wait.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -27,8 +27,6 @@ async function stream(res: Response): Promise<{ chunks: Json[]; done: boolean }>
   assert.ok(events.slice(0, done ? -1 : undefined).every((e) => e !== '[DONE]'), '[DONE] only at the end');
   return { chunks: events.filter((e) => e !== '[DONE]').map((e) => JSON.parse(e)), done };
 }
-
-const contentOf = (chunks: Json[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
 
 function assertApiError(body: Json, code: string, param: string | null): void {
   assert.deepEqual(Object.keys(body), ['error']);

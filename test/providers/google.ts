@@ -2,7 +2,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { startTestServer, type TestServer } from '../support/server.ts';
 import { GeminiUpstream, geminiError } from '../fakes/gemini-upstream.ts';
-import { agentEvents, runItems, sseData } from '../support/sse.ts';
+import { agentEvents, chatStream, contentOf, runItems } from '../support/sse.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -13,18 +13,6 @@ const PNG_BASE64 = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8
 const WAV_BASE64 = Buffer.concat([Buffer.from('RIFF\x24\x00\x00\x00WAVEfmt ', 'latin1'), Buffer.alloc(24, 1)]).toString('base64');
 const MODEL = 'gemini-2.5-flash';
 const WEATHER_TOOL = { type: 'function', function: { name: 'get_weather', description: 'The weather in a city', parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } } };
-
-/** The events of a chat stream: its chunks, and whether it ended with [DONE] (else its last event is the error). */
-async function chatStream(res: Response): Promise<{ chunks: Json[]; done: boolean; error?: Json }> {
-  assert.equal(res.status, 200, `the stream answered ${res.status}`);
-  const events: string[] = [];
-  for await (const data of sseData(res)) events.push(data);
-  const done = events.at(-1) === '[DONE]';
-  const parsed = events.filter((e) => e !== '[DONE]').map((e) => JSON.parse(e));
-  return done ? { chunks: parsed, done } : { chunks: parsed.slice(0, -1), done, error: parsed.at(-1) };
-}
-
-const contentOf = (chunks: Json[]) => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
 
 async function gatewayOn(fake: GeminiUpstream, timeoutMs = 10_000): Promise<TestServer> {
   return startTestServer({

@@ -15,6 +15,19 @@ export async function* sseData(res: Response): AsyncGenerator<string> {
   }
 }
 
+/** The events of a chat completion stream: its chunks, and whether it ended with [DONE] (else its last event is the error). */
+export async function chatStream(res: Response): Promise<{ chunks: Json[]; done: boolean; error?: Json }> {
+  assert.equal(res.status, 200, `the stream answered ${res.status}`);
+  const events: string[] = [];
+  for await (const data of sseData(res)) events.push(data);
+  const done = events.at(-1) === '[DONE]';
+  const parsed = events.filter((e) => e !== '[DONE]').map((e) => JSON.parse(e));
+  return done ? { chunks: parsed, done } : { chunks: parsed.slice(0, -1), done, error: parsed.at(-1) };
+}
+
+/** The text of a chat completion stream's chunks. */
+export const contentOf = (chunks: Json[]): string => chunks.map((c) => c.choices?.[0]?.delta?.content ?? '').join('');
+
 /**
  * A whole agent stream: its JSON events, checked to end with exactly one `[DONE]`, after a 200
  * answer of type text/event-stream.
