@@ -219,15 +219,14 @@ describe('server close', () => {
     await Promise.all(unused.map((socket) => once(socket, 'connect')));
     const ended = unused.map((socket) => once(socket, 'close'));
     // A chat stream of the local engine, paced over about a second: under way when the close begins.
-    const streaming = srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'a long answer, please' }] } });
-    const res = await streaming;
+    const res = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'gpt-4.1', stream: true, messages: [{ role: 'user', content: 'a long answer, please' }] } });
     assert.equal(res.status, 200);
     const started = Date.now();
     const closed = srv.close().then(() => Date.now() - started);
     const body = await res.text();
     assert.match(body, /data: \[DONE\]/);
     // The close would wait on the silent connections for minutes: after 10 s the test ends them itself and fails.
-    const tookMs = await Promise.race([closed, delay(10_000).then(() => undefined)]);
+    const tookMs = await Promise.race([closed, delay(10_000, undefined, { ref: false })]);
     for (const socket of unused) socket.destroy();
     await Promise.all(ended);
     assert.ok(tookMs !== undefined, 'the close waited on connections that never sent a request');
