@@ -8,7 +8,7 @@ import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { buildTestTree, TEST_TREE } from './test-tree.mjs';
+import { buildTestTree } from './test-tree.mjs';
 
 const DIRS = ['test', 'test/unit', 'test/console'];
 const named = process.argv.slice(2).filter((arg) => !arg.startsWith('--'));
@@ -30,13 +30,10 @@ function run(command, args, output) {
 
 const typecheckOutput = [];
 const typecheck = process.argv.includes('--typecheck') ? run(process.execPath, ['node_modules/typescript/bin/tsc', '--noEmit'], typecheckOutput) : Promise.resolve(0);
-let testArgs = files;
-if (!process.features.typescript) {
-  const tree = await buildTestTree();
-  testArgs = ['--enable-source-maps', ...files.map((file) => path.join(tree, file.replace(/\.ts$/, '.js')))];
-}
+const tree = process.features.typescript ? undefined : await buildTestTree();
+const testArgs = tree ? ['--enable-source-maps', ...files.map((file) => path.join(tree, file.replace(/\.ts$/, '.js')))] : files;
 const suite = await run(process.execPath, ['--test', `--test-concurrency=${concurrency}`, ...testArgs]);
-fs.rmSync(TEST_TREE, { recursive: true, force: true });
+if (tree) fs.rmSync(tree, { recursive: true, force: true });
 const typecheckCode = await typecheck;
 if (typecheckCode !== 0) process.stdout.write(`tsc --noEmit failed:\n${Buffer.concat(typecheckOutput).toString()}`);
 process.exit(suite !== 0 ? suite : typecheckCode);

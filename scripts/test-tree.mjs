@@ -8,7 +8,7 @@ import fs from 'node:fs';
 import path from 'node:path';
 import { transpile } from './typescript-transpile.mjs';
 
-export const TEST_TREE = '.test-build';
+const TEST_TREE = '.test-build';
 const TRANSPILED = ['src', 'test', 'scripts'];
 
 /** Writes `.test-build/` afresh for the project at the working directory; resolves with its path. */
@@ -23,12 +23,9 @@ export async function buildTestTree() {
       continue;
     }
     for (const file of fs.readdirSync(entry, { recursive: true, withFileTypes: true })) {
+      if (file.isDirectory()) continue;
       const source = path.join(file.parentPath, file.name);
       const target = path.join(TEST_TREE, source);
-      if (file.isDirectory()) {
-        fs.mkdirSync(target, { recursive: true });
-        continue;
-      }
       fs.mkdirSync(path.dirname(target), { recursive: true });
       fs.symlinkSync(path.resolve(source), target);
       if (file.name.endsWith('.ts') && !file.name.endsWith('.d.ts')) {
