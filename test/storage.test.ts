@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { openDb } from '../src/storage/db.ts';
 import { dropSchema, postgresEnv, startTestServer, tempDataDir } from './support/server.ts';
 
 /** What must survive a restart, on whichever store the env selects. */
@@ -84,6 +85,20 @@ describe('storage', () => {
       await a.close();
       await dropSchema(first.env.DATABASE_SCHEMA);
       await dropSchema(second.env.DATABASE_SCHEMA);
+    }
+  });
+
+  it('opens a new PostgreSQL schema from two instances starting at the same moment', async (t) => {
+    // Two sessions creating one schema at once race in PostgreSQL's catalog; ten tries make the loss
+    // likely (without the handling, most pairs lose).
+    const dataDir = tempDataDir();
+    for (let attempt = 0; attempt < 10; attempt++) {
+      const pg = await postgresEnv();
+      if ('skip' in pg) return t.skip(pg.skip);
+      const opened = await Promise.allSettled([0, 1].map(() => openDb({ databaseUrl: pg.env.DATABASE_URL, pgSchema: pg.env.DATABASE_SCHEMA, dataDir })));
+      for (const o of opened) if (o.status === 'fulfilled') await o.value.close();
+      await dropSchema(pg.env.DATABASE_SCHEMA);
+      for (const o of opened) if (o.status === 'rejected') throw o.reason;
     }
   });
 });

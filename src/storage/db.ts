@@ -38,6 +38,7 @@ export interface OpenDbOptions {
 
 const INT8_OID = 20;
 const NUMERIC_OID = 1700;
+const UNIQUE_VIOLATION = '23505';
 
 /** Opens the store and brings its schema up to date. */
 export async function openDb(opts: OpenDbOptions): Promise<Db> {
@@ -127,6 +128,10 @@ async function openPostgres(url: string, opts: OpenDbOptions): Promise<Db> {
     await admin.connect();
     try {
       await admin.query(`CREATE SCHEMA IF NOT EXISTS "${schema.replaceAll('"', '')}"`);
+    } catch (err) {
+      // IF NOT EXISTS does not cover another session creating the schema at the same moment (two
+      // instances starting at once): that one fails on the catalog's unique index, and the schema is there.
+      if ((err as { code?: string }).code !== UNIQUE_VIOLATION) throw err;
     } finally {
       await admin.end();
     }
