@@ -14,7 +14,12 @@ interface KeptState {
   usage?: { read: unknown };
 }
 
-const kept = new WeakMap<object, KeptState>();
+/**
+ * The key under which a kept value answers its state. A property read, not a WeakMap keyed by the
+ * value: V8's young-generation collections keep WeakMap values alive, so every chunk's text would
+ * be promoted to the old generation and wait for a full collection.
+ */
+const STATE = Symbol('kept JSON');
 const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.)*)"/g;
 
 function parsedOf(state: KeptState): Record<string, unknown> {
@@ -76,6 +81,7 @@ function usageOfText(data: string): { read: unknown } | undefined {
 
 const keptHandler: ProxyHandler<KeptState> = {
   get(state, key) {
+    if (key === STATE) return state;
     // JSON has no symbol keys; `then` is looked up by every await and yield of the value.
     if (typeof key === 'symbol' || (key === 'then' && !state.data.includes('"then"'))) return undefined;
     if (!state.parsed) {
@@ -113,15 +119,12 @@ export function keepable(data: string): boolean {
 
 /** The text as the object it holds, parsed only when its content is read (model and usage excepted). */
 export function keptJson<T extends object>(data: string): T {
-  const state: KeptState = { data };
-  const value = new Proxy(state, keptHandler) as unknown as T;
-  kept.set(value, state);
-  return value;
+  return new Proxy({ data } satisfies KeptState, keptHandler) as unknown as T;
 }
 
 /** The JSON text of `value`: the kept text as it came when nothing changed but its model name, else its JSON. */
 export function jsonText(value: object): string {
-  const state = kept.get(value);
+  const state = (value as { [STATE]?: KeptState })[STATE];
   if (!state || state.parsed) return JSON.stringify(value);
   if (state.model === undefined) return state.data;
   const fields = [...state.data.matchAll(MODEL_FIELD)];

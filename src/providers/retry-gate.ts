@@ -13,17 +13,28 @@ export interface RetryGate {
   again(error: Error): boolean;
 }
 
-const gates = new WeakMap<AbortSignal, RetryGate>();
+const GATE = Symbol('retry gate');
 
-/** A signal that follows `signal` (aborted when it is, with its reason) and carries `gate`. */
+type GatedSignal = AbortSignal & { [GATE]?: RetryGate };
+
+/**
+ * A signal that follows `signal` (aborted when it is, with its reason) and carries `gate`. The gate
+ * is a property of the signal, not an entry of a WeakMap keyed by it, and the signal is a plain
+ * controller's, not AbortSignal.any's: V8's young-generation collections keep both of those alive
+ * (WeakMap values, and the weak references AbortSignal.any keeps), so every call's routing state
+ * was promoted to the old generation and left for the next full collection.
+ */
 export function gatedSignal(signal: AbortSignal | undefined, gate: RetryGate): AbortSignal {
-  const gated = AbortSignal.any(signal ? [signal] : []);
-  gates.set(gated, gate);
+  const controller = new AbortController();
+  if (signal?.aborted) controller.abort(signal.reason);
+  else signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
+  const gated: GatedSignal = controller.signal;
+  gated[GATE] = gate;
   return gated;
 }
 
 /** Whether a request sent with `signal` that failed with `error` may be sent again: its gate decides, when it has one. */
 export function mayRetry(signal: AbortSignal | undefined, error: Error): boolean {
-  const gate = signal && gates.get(signal);
+  const gate = (signal as GatedSignal | undefined)?.[GATE];
   return gate ? gate.again(error) : true;
 }
