@@ -244,7 +244,7 @@ export class Admission implements TaskAdmission {
     this.settled = true;
     // tokens_per_minute counts the whole prompt, cached or not.
     const tokensDelta = this.usageReported && this.countsTokens ? promptTokensOf(this.tokens) + this.tokens.outputTokens - this.tokensEstimated : 0;
-    await this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, served?.provider, served?.channel, tokensDelta, this.taskSlot);
+    return this.service.settleCall(this, callStatus(httpStatus, this.upstreamFailed), httpStatus, served?.provider, served?.channel, tokensDelta, this.taskSlot);
   }
 }
 
@@ -401,7 +401,9 @@ export class LimitsService {
     }
     // Only POST calls are billable work; reads are counted by the request rate alone.
     if (!admission.route.startsWith('POST ')) return;
-    await this.writeCallRow(callRow({
+    // Returned, not awaited: the row waits for its batch to be written (tens of milliseconds), and
+    // an awaiting frame would keep the call's objects alive that long, into the old generation.
+    return this.writeCallRow(callRow({
       id: admission.id,
       startedAt: admission.startedAt,
       finishedAt: this.now(),
