@@ -121,13 +121,15 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
   });
 
   // The first answer under a key is kept before it goes out, so a retry arriving right after finds it.
-  group.addHook('onSend', async (request, reply, payload) => {
+  // Callback-style: a call without a key (nearly all) passes without a promise.
+  group.addHook('onSend', (request, reply, payload, done) => {
     const held = request.ctx.idempotencyHold;
-    if (!held) return payload;
+    if (!held) return done(null, payload);
     request.ctx.idempotencyHold = undefined;
     const body = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
     const contentType = reply.getHeader('content-type');
-    await deps.idempotency.finish(held.at, held.createdAt, reply.statusCode, typeof contentType === 'string' ? contentType : null, body).catch((err: unknown) => request.log.warn({ err }, 'keeping an idempotent answer failed'));
-    return payload;
+    deps.idempotency.finish(held.at, held.createdAt, reply.statusCode, typeof contentType === 'string' ? contentType : null, body)
+      .catch((err: unknown) => request.log.warn({ err }, 'keeping an idempotent answer failed'))
+      .then(() => done(null, payload), done);
   });
 }
