@@ -15,9 +15,8 @@ interface KeptState {
 }
 
 /**
- * The key under which a kept value answers its state. A property read, not a WeakMap keyed by the
- * value: V8's young-generation collections keep WeakMap values alive, so every chunk's text would
- * be promoted to the old generation and wait for a full collection.
+ * The key under which a kept value answers its state: read from the value, not from a WeakMap
+ * keyed by it, whose values (every chunk's text) outlived the young generation with their keys.
  */
 const STATE = Symbol('kept JSON');
 const MODEL_FIELD = /"model"\s*:\s*"((?:[^"\\]|\\.)*)"/g;

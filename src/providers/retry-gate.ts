@@ -19,10 +19,9 @@ type GatedSignal = AbortSignal & { [GATE]?: RetryGate };
 
 /**
  * A signal that follows `signal` (aborted when it is, with its reason) and carries `gate`. The gate
- * is a property of the signal, not an entry of a WeakMap keyed by it, and the signal is a plain
- * controller's, not AbortSignal.any's: V8's young-generation collections keep both of those alive
- * (WeakMap values, and the weak references AbortSignal.any keeps), so every call's routing state
- * was promoted to the old generation and left for the next full collection.
+ * is a property of the signal, not the value of a WeakMap keyed by it, and the signal is a plain
+ * controller's, not AbortSignal.any's (weak references and sets): with either, each call's gate and
+ * routing state outlived the young generation and went to the old one, to wait for a full collection.
  */
 export function gatedSignal(signal: AbortSignal | undefined, gate: RetryGate): AbortSignal {
   const controller = new AbortController();
