@@ -132,7 +132,11 @@ export class CallbackDispatcher {
 
   /** A task's deliveries in status order with their tries; undefined for an unknown task. */
   async history(taskId: string): Promise<DeliveryHistory[] | undefined> {
-    const [deliveries, attempts] = await Promise.all([this.repo.deliveriesOf(taskId), this.repo.attemptsOf(taskId)]);
+    // Deliveries first, their tries after: a try and its delivery's new state commit together, so a
+    // delivery read as settled has its try in the second read (read side by side, on two
+    // PostgreSQL connections, the tries could be read before that commit and the state after it).
+    const deliveries = await this.repo.deliveriesOf(taskId);
+    const attempts = await this.repo.attemptsOf(taskId);
     if (deliveries.length === 0 && !(await this.repo.taskExists(taskId))) return undefined;
     return deliveries.map((delivery) => ({ delivery, attempts: attempts.filter((a) => a.delivery_id === delivery.id) }));
   }
