@@ -104,7 +104,10 @@ function withStatementCache(database: BetterSqlite3.Database): SqliteDatabase {
     prepare: (sql: string) => {
       let statement = cache.get(sql);
       if (statement) return statement;
-      statement = database.prepare(sql);
+      // Kysely begins deferred transactions. One that reads and then writes fails at once with
+      // SQLITE_BUSY_SNAPSHOT (no busy wait) when another connection (the background writer, another
+      // process) committed between its read and its write; begun immediate, it waits its turn instead.
+      statement = database.prepare(sql === 'begin' ? 'begin immediate' : sql);
       cache.set(sql, statement);
       if (cache.size > STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value!);
       return statement;
