@@ -62,7 +62,7 @@ function serveUpstream(): void {
     });
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+  server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
 }
 
 /** The floor: a forwarding proxy as small as Node allows, keep-alive to the upstream, bodies piped. */
@@ -78,18 +78,20 @@ function serveBareProxy(upstreamUrl: string): void {
     req.pipe(forward);
   });
   server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+  server.listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => process.stdout.write(`listening on http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
 }
 
-interface StreamsResult { clean: number; total: number; worstGapMs: number }
+interface StreamsResult { clean: number; total: number; worstGapMs: number; worstFirstMs: number }
 
 /** Opens `count` streaming calls at once and says how many arrived clean. */
 async function runStreams(url: string, authorization: string, count: number): Promise<void> {
   const target = new URL(url);
   const agent = new http.Agent({ keepAlive: false, maxSockets: Infinity });
   const body = JSON.stringify({ ...REQUEST, stream: true });
-  const one = () => new Promise<{ clean: boolean; worstGap: number }>((resolve) => {
-    let last = Date.now();
+  const one = () => new Promise<{ clean: boolean; worstGap: number; first: number }>((resolve) => {
+    const start = Date.now();
+    let last = 0;
+    let first = 0;
     let worstGap = 0;
     let chunks = 0;
     let tail = '';
@@ -98,7 +100,8 @@ async function runStreams(url: string, authorization: string, count: number): Pr
       res.setEncoding('utf8');
       res.on('data', (text: string) => {
         const now = Date.now();
-        worstGap = Math.max(worstGap, now - last);
+        if (last) worstGap = Math.max(worstGap, now - last);
+        else first = now - start;
         last = now;
         const events = (tail + text).split('\n\n');
         tail = events.pop()!;
@@ -107,14 +110,14 @@ async function runStreams(url: string, authorization: string, count: number): Pr
           else if (event.includes('"content":" word')) chunks += 1;
         }
       });
-      res.on('end', () => resolve({ clean: res.statusCode === 200 && done && chunks === STREAM_CHUNKS && worstGap <= CLEAN_GAP_MS, worstGap }));
-      res.on('error', () => resolve({ clean: false, worstGap }));
+      res.on('end', () => resolve({ clean: res.statusCode === 200 && done && chunks === STREAM_CHUNKS && worstGap <= CLEAN_GAP_MS, worstGap, first }));
+      res.on('error', () => resolve({ clean: false, worstGap, first }));
     });
-    req.on('error', () => resolve({ clean: false, worstGap }));
+    req.on('error', () => resolve({ clean: false, worstGap, first }));
     req.end(body);
   });
   const results = await Promise.all(Array.from({ length: count }, one));
-  const result: StreamsResult = { clean: results.filter((r) => r.clean).length, total: count, worstGapMs: Math.max(...results.map((r) => r.worstGap)) };
+  const result: StreamsResult = { clean: results.filter((r) => r.clean).length, total: count, worstGapMs: Math.max(...results.map((r) => r.worstGap)), worstFirstMs: Math.max(...results.map((r) => r.first)) };
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
@@ -249,7 +252,7 @@ async function main(): Promise<void> {
       for (const count of STREAM_STEPS) {
         stepPeak = { pid: target.pid!, mb: 0 };
         const result = await streamCapacity(target, count);
-        streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms, RSS peak ${stepPeak.mb.toFixed(0)} MB)`);
+        streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms, slowest first chunk ${result.worstFirstMs} ms, RSS peak ${stepPeak.mb.toFixed(0)} MB)`);
         if (result.clean === count) held[target.name] = count;
       }
     }

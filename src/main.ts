@@ -95,6 +95,8 @@ import { AuditRepo } from './storage/repos/audit-repo.ts';
 
 /** How often waiting tasks are checked against their x-deadline. */
 const OVERDUE_SWEEP_MS = 250;
+/** Connections queued for accept: the kernel caps it at net.core.somaxconn. */
+const LISTEN_BACKLOG = 4096;
 
 export interface RunningServer {
   app: FastifyInstance;
@@ -274,7 +276,8 @@ export async function startServer(settings: Settings, logger: Logger = pino({ le
   const servesApi = settings.role !== 'worker';
   const runsTasks = settings.role !== 'api';
   if (servesApi) app.server.on('upgrade', realtime.upgradeListener('/realtime'));
-  await app.listen({ port: settings.port, host: settings.host });
+  // Node's default backlog (511) drops the connects of a larger burst, which retry a second later.
+  await app.listen({ port: settings.port, host: settings.host, backlog: LISTEN_BACKLOG });
   const address = app.server.address();
   const port = typeof address === 'object' && address ? address.port : settings.port;
   const url = `http://${settings.host.includes(':') ? `[${settings.host}]` : settings.host}:${port}`;
