@@ -1,10 +1,10 @@
-import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import multipart from '@fastify/multipart';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError } from '../core/errors.ts';
+import { newUuid } from '../core/ids.ts';
 import { bodyValidators, textValidators } from '../core/schema-validators.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { requireApiToken } from './plugins/auth.ts';
@@ -81,7 +81,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
     bodyLimit: services.settings.maxJsonBytes,
     genReqId: (req) => {
       const given = req.headers['x-request-id'];
-      return typeof given === 'string' && REQUEST_ID.test(given) ? given : randomUUID();
+      return typeof given === 'string' && REQUEST_ID.test(given) ? given : newUuid();
     },
     routerOptions: { ignoreTrailingSlash: true },
   }).withTypeProvider<TypeBoxTypeProvider>();
