@@ -1,11 +1,37 @@
-import { sql, type Kysely, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
+import { isDatabaseUnavailable } from './database-unavailable.ts';
 import type { Database } from './schema.ts';
 
-type Work<T> = (trx: Transaction<Database>) => Promise<T>;
+/** Writes a group of rows that works of one transaction appended (TransactionTail.append). */
+export type TailWrite<R> = (trx: Transaction<Database>, rows: R[]) => Promise<void>;
+
+/**
+ * Rows the works of one transaction append to tables nobody in it reads back (task events, the
+ * usage ledger): each group is written by its writer, all its works' rows at once, after the last
+ * work and before the commit, so a batch of works pays one statement per table instead of one each.
+ */
+export class TransactionTail {
+  private readonly groups = new Map<TailWrite<never>, unknown[]>();
+
+  /** Adds rows for `write`, the same function for every row of its group. */
+  append<R>(write: TailWrite<R>, rows: readonly R[]): void {
+    if (rows.length === 0) return;
+    const group = this.groups.get(write as TailWrite<never>);
+    if (group) group.push(...rows);
+    else this.groups.set(write as TailWrite<never>, [...rows]);
+  }
+
+  /** Writes every group; called by the batcher once its works have run. */
+  async write(trx: Transaction<Database>): Promise<void> {
+    for (const [write, rows] of this.groups) await (write as TailWrite<unknown>)(trx, rows);
+  }
+}
+
+type Work<T> = (trx: Transaction<Database>, tail: TransactionTail) => Promise<T>;
 
 interface Queued {
   work: Work<unknown>;
-  /** Runs inside a savepoint: its failure rolls back its own writes and fails it alone. */
+  /** Its failure fails it alone: a batch it fails runs again without it (see write). */
   isolated: boolean;
   resolve: (value: unknown) => void;
   reject: (err: unknown) => void;
@@ -21,9 +47,12 @@ const RETRYABLE = new Set(['40P01', '40001']);
  * Group commit: small writes queued during one turn of the event loop, or while the previous
  * group was being committed, run one after another in a single transaction, so a burst of task
  * submits and status changes pays for one commit instead of one each. Each work sees the writes
- * of the works before it. A plain work that throws fails its whole batch (every caller gets the
- * error), so plain works must answer expected outcomes (a lost compare-and-set) as values; a work
- * that may fail runs isolated, in a savepoint of the batch's transaction.
+ * of the works before it (not the rows they append to the tail, written at its end). A plain work
+ * that throws fails its whole batch (every caller gets the error), so plain works must answer
+ * expected outcomes (a lost compare-and-set) as values; a work that may fail runs isolated: a batch
+ * it fails runs again with each isolated work in a transaction of its own, so the failure reaches
+ * its caller only. A work may run more than once (a retried deadlock, a batch run again) and must
+ * depend on nothing but its transaction.
  */
 export class TransactionBatcher {
   private queue: Queued[] = [];
@@ -70,24 +99,31 @@ export class TransactionBatcher {
   }
 
   private async write(batch: Queued[]): Promise<void> {
+    let values: unknown[];
     try {
-      const results = await this.withRetries(() =>
+      values = await this.withRetries(() =>
         this.kysely.transaction().execute(async (trx) => {
-          const results: Outcome[] = [];
-          // A work alone needs no savepoint: its failure rolls back the transaction, which holds only it.
-          const apart = batch.length > 1;
-          for (const queued of batch) results.push(queued.isolated && apart ? await isolated(trx, queued.work) : { ok: true, value: await queued.work(trx) });
+          const tail = new TransactionTail();
+          const results: unknown[] = [];
+          for (const queued of batch) results.push(await queued.work(trx, tail));
+          await tail.write(trx);
           return results;
         }),
       );
-      batch.forEach((queued, i) => {
-        const outcome = results[i]!;
-        if (outcome.ok) queued.resolve(outcome.value);
-        else queued.reject(outcome.error);
-      });
     } catch (err) {
+      // Savepoints would cost two statements per isolated work in every batch; a batch that fails
+      // is rare, and is written again apart instead: the plain works together (as they would have
+      // failed together), each isolated work alone. An unreachable database fails every caller.
+      if (batch.length > 1 && batch.some((queued) => queued.isolated) && !isDatabaseUnavailable(err)) {
+        const plain = batch.filter((queued) => !queued.isolated);
+        if (plain.length > 0) await this.write(plain);
+        for (const queued of batch) if (queued.isolated) await this.write([queued]);
+        return;
+      }
       for (const queued of batch) queued.reject(err);
+      return;
     }
+    batch.forEach((queued, i) => queued.resolve(values[i]));
   }
 
   private async withRetries<T>(transaction: () => Promise<T>): Promise<T> {
@@ -101,25 +137,5 @@ export class TransactionBatcher {
         throw err;
       }
     }
-  }
-}
-
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
-
-/**
- * Runs a work in a savepoint: a failure rolls back to it and is the work's outcome. A deadlock or
- * serialization failure is thrown on: it has rolled back the whole transaction, which is retried.
- */
-async function isolated(trx: Transaction<Database>, work: Work<unknown>): Promise<Outcome> {
-  await sql`savepoint isolated_work`.execute(trx);
-  try {
-    const value = await work(trx);
-    await sql`release savepoint isolated_work`.execute(trx);
-    return { ok: true, value };
-  } catch (error) {
-    if (RETRYABLE.has((error as { code?: string }).code ?? '')) throw error;
-    await sql`rollback to savepoint isolated_work`.execute(trx);
-    await sql`release savepoint isolated_work`.execute(trx);
-    return { ok: false, error };
   }
 }

@@ -1,7 +1,8 @@
 import { sql, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
-import { TransactionBatcher } from '../transaction-batcher.ts';
+import { TransactionBatcher, type TransactionTail } from '../transaction-batcher.ts';
+import { insertsInto } from './inserts-into.ts';
 import type { CallbackDeliveryRow, Database, TaskEventRow, TaskRow } from '../schema.ts';
 import { isTerminal } from '../../core/task-state.ts';
 
@@ -18,6 +19,9 @@ export interface NewTaskEvent {
   /** JSON. */
   data: string;
 }
+
+const insertEvents = insertsInto('task_events');
+const insertDeliveries = insertsInto('callback_deliveries');
 
 /** Tasks, and the embedded queue kept in their lease columns. */
 export class TasksRepo {
@@ -40,18 +44,17 @@ export class TasksRepo {
   async insert(row: TaskRow, delivery: CallbackDeliveryRow | undefined, events: readonly TaskEventRow[]): Promise<void> {
     this.pendingInserts.push({ row, delivery, events: [...events] });
     if (!this.insertFlush) {
-      const flush = this.writes.run(async (trx) => {
-        // Submits arriving from here on go into the next flush.
-        const batch = this.pendingInserts.splice(0);
-        this.insertFlush = undefined;
-        for (let i = 0; i < batch.length; i += INSERT_CHUNK) {
-          const chunk = batch.slice(i, i + INSERT_CHUNK);
-          await trx.insertInto('tasks').values(chunk.map((b) => b.row)).execute();
-          const deliveries = chunk.flatMap((b) => (b.delivery ? [b.delivery] : []));
-          if (deliveries.length > 0) await trx.insertInto('callback_deliveries').values(deliveries).execute();
-          const events = chunk.flatMap((b) => b.events);
-          if (events.length > 0) await trx.insertInto('task_events').values(events).execute();
+      // Taken once, when the flush first runs (submits arriving until then join it): a run again
+      // (a retried deadlock) writes the same submits.
+      let batch: typeof this.pendingInserts | undefined;
+      const flush = this.writes.run(async (trx, tail) => {
+        if (!batch) {
+          batch = this.pendingInserts.splice(0);
+          this.insertFlush = undefined;
         }
+        for (let i = 0; i < batch.length; i += INSERT_CHUNK) await trx.insertInto('tasks').values(batch.slice(i, i + INSERT_CHUNK).map((b) => b.row)).execute();
+        tail.append(insertDeliveries, batch.flatMap((b) => (b.delivery ? [b.delivery] : [])));
+        tail.append(insertEvents, batch.flatMap((b) => b.events));
       });
       this.insertFlush = flush;
       // A flush that failed before taking its submits (no connection to the database) failed
@@ -63,6 +66,13 @@ export class TasksRepo {
       });
     }
     await this.insertFlush;
+  }
+
+  /** Events numbered up to `last` (the task's counter after it was bumped by their count), appended to the transaction's tail. */
+  private appendNumbered(tail: TransactionTail, taskId: string, last: number, events: readonly NewTaskEvent[], now: number): TaskEventRow[] {
+    const rows = events.map((event, i) => ({ task_id: taskId, seq: last - events.length + 1 + i, kind: event.kind, data: event.data, created_at: now }));
+    tail.append(insertEvents, rows);
+    return rows;
   }
 
   async find(id: string): Promise<TaskRow | undefined> {
@@ -81,7 +91,7 @@ export class TasksRepo {
    * writer got there first.
    */
   async update(id: string, version: number, patch: TaskPatch, delivery: CallbackDeliveryRow | undefined, events: readonly NewTaskEvent[], now: number, alsoWrite?: (db: DbHandle) => Promise<void>): Promise<TaskEventRow[] | undefined> {
-    const work = async (trx: Transaction<Database>) => {
+    const work = async (trx: Transaction<Database>, tail: TransactionTail) => {
       const res = await trx
         .updateTable('tasks')
         // An end gives the lease back with it: the worker need not release the task afterwards.
@@ -91,9 +101,9 @@ export class TasksRepo {
         .returning('event_seq')
         .executeTakeFirst();
       if (!res) return undefined;
-      if (delivery) await trx.insertInto('callback_deliveries').values(delivery).execute();
-      const written = await insertEvents(trx, id, Number(res.event_seq), events, now);
-      await alsoWrite?.({ kysely: trx, dialect: this.db.dialect });
+      if (delivery) tail.append(insertDeliveries, [delivery]);
+      const written = this.appendNumbered(tail, id, Number(res.event_seq), events, now);
+      await alsoWrite?.({ kysely: trx, dialect: this.db.dialect, tail });
       return written;
     };
     // Other writes may fail; isolated, they cannot fail the rest of the batch.
@@ -106,7 +116,7 @@ export class TasksRepo {
    * the task has ended, so nothing follows its terminal status.
    */
   async appendEvents(id: string, events: readonly NewTaskEvent[], now: number): Promise<TaskEventRow[]> {
-    return this.writes.run(async (trx) => {
+    return this.writes.run(async (trx, tail) => {
       const res = await trx
         .updateTable('tasks')
         .set({ event_seq: sql<number>`event_seq + ${events.length}` })
@@ -114,7 +124,7 @@ export class TasksRepo {
         .where('status', 'in', [...LIVE])
         .returning('event_seq')
         .executeTakeFirst();
-      return res ? insertEvents(trx, id, Number(res.event_seq), events, now) : [];
+      return res ? this.appendNumbered(tail, id, Number(res.event_seq), events, now) : [];
     });
   }
 
@@ -267,11 +277,4 @@ export class TasksRepo {
       .execute();
     return rows.map((r) => r.id);
   }
-}
-
-/** Writes events numbered up to `last` (the task's counter after it was bumped by their count). */
-async function insertEvents(trx: Transaction<Database>, taskId: string, last: number, events: readonly NewTaskEvent[], now: number): Promise<TaskEventRow[]> {
-  const rows = events.map((event, i) => ({ task_id: taskId, seq: last - events.length + 1 + i, kind: event.kind, data: event.data, created_at: now }));
-  if (rows.length > 0) await trx.insertInto('task_events').values(rows).execute();
-  return rows;
 }
