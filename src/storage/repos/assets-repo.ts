@@ -1,5 +1,6 @@
 import { sql, type Expression, type ExpressionBuilder, type SqlBool, type Transaction } from 'kysely';
 import type { DbHandle } from '../db-handle.ts';
+import { insertsInto } from './inserts-into.ts';
 import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow, Database } from '../schema.ts';
 import { metaValueOf } from '../meta-value.ts';
 
@@ -157,7 +158,14 @@ export class AssetsRepo {
     return this.atomically(async (trx) => {
       const inserted = await trx.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
       if (!inserted) return false;
-      if (tags.length > 0) await trx.insertInto('asset_tags').values(tags.map((t) => ({ ...t, ref_id: row.id }))).execute();
+      const tagRows = tags.map((t) => ({ ...t, ref_id: row.id }));
+      // In a batched transaction (a task's end) they wait for its end, to go in one insert with the other works' rows.
+      if (this.db.tail) {
+        this.db.tail.append(insertTags, tagRows);
+        this.db.tail.append(insertMeta, meta);
+        return true;
+      }
+      if (tagRows.length > 0) await trx.insertInto('asset_tags').values(tagRows).execute();
       if (meta.length > 0) await trx.insertInto('asset_meta').values([...meta]).execute();
       return true;
     });
@@ -432,3 +440,7 @@ export class AssetsRepo {
     return out;
   }
 }
+
+
+const insertTags = insertsInto('asset_tags');
+const insertMeta = insertsInto('asset_meta');

@@ -1,5 +1,6 @@
 import type { DbHandle } from '../db-handle.ts';
 import type { ExpressionBuilder } from 'kysely';
+import { insertsInto } from './inserts-into.ts';
 import type { Database, FileRow } from '../schema.ts';
 
 /** A live asset record of the file's owner over the file's content, made by a user rather than as a task's output. */
@@ -27,8 +28,10 @@ export class FilesRepo {
     return new FilesRepo(db);
   }
 
+  /** In a batched transaction the row waits for its end, to go in one insert with the other works' files. */
   async insert(row: FileRow): Promise<void> {
-    await this.db.kysely.insertInto('files').values(row).execute();
+    if (this.db.tail) this.db.tail.append(insertFiles, [row]);
+    else await this.db.kysely.insertInto('files').values(row).execute();
   }
 
   /**
@@ -99,3 +102,6 @@ export class FilesRepo {
     await this.db.kysely.deleteFrom('files').where('id', '=', id).execute();
   }
 }
+
+
+const insertFiles = insertsInto('files');

@@ -1,4 +1,4 @@
-import { sql, type Compilable, type ExpressionBuilder, type InsertQueryBuilder, type InsertResult, type SelectQueryBuilder } from 'kysely';
+import { sql, type Compilable, type ExpressionBuilder, type InsertQueryBuilder, type InsertResult, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { RepeatedStatement } from '../background-writer.ts';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
@@ -189,10 +189,16 @@ export class UsageRepo {
     this.writes = new TransactionBatcher(db.kysely);
   }
 
-  /** Writes a settled row with its aggregate through `db` (a transaction in progress). */
+  /**
+   * Writes a settled row with its aggregate through `db` (a transaction in progress); in a batched
+   * transaction at its end, with the rows of the other works (one insert, one aggregate update per day and subject).
+   */
   async record(db: DbHandle, row: UsageLedgerRow): Promise<void> {
-    await this.insertRows(db, [row], [dailyOf(row)]);
+    if (db.tail) db.tail.append(this.writeTail, [row]);
+    else await this.insertRows(db, [row], [dailyOf(row)]);
   }
+
+  private readonly writeTail = (trx: Transaction<Database>, rows: UsageLedgerRow[]): Promise<void> => this.insertRows({ kysely: trx, dialect: this.db.dialect }, rows, mergedDaily(rows));
 
   /**
    * Writes a call's row. The rows of calls ending within CALL_ROWS_GATHER_MS (up to one insert's
