@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { failFastOptions, reconnectingOptions, REDIS_RETRY_MS } from '../storage/redis-connection.ts';
 import type { TasksRepo } from '../storage/repos/tasks-repo.ts';
+import type { TaskRow } from '../storage/schema.ts';
 import type { TaskHandler, TaskQueue } from './task-queue.ts';
 
 export interface BullMqTaskQueueOptions {
@@ -25,6 +26,12 @@ export interface BullMqTaskQueueOptions {
 
 interface TaskJobData {
   taskId: string;
+  /**
+   * The task as submitted, so its first run need not read it: while it waits only a cancel or a
+   * deadline changes it, and the first write of the run (compare-and-set on the version) finds
+   * that out and reads it. Absent on jobs queued from the store and for large inputs.
+   */
+  row?: TaskRow;
 }
 
 /** A task this process runs. */
@@ -42,6 +49,8 @@ const MAX_STALLED_COUNT = 10;
 const RECONCILE_MS = 60_000;
 /** Live tasks queued per reconcile pass, oldest first; a larger backlog comes into reach as it drains. */
 const RECONCILE_BATCH = 10_000;
+/** Inputs longer than this (characters of JSON) stay out of Redis: the run reads its task from the store. */
+const MAX_JOB_INPUT_CHARS = 64 * 1024;
 /** How stop() lets aborted runs wind down; one that ignores its signal is left to stall. */
 const STOP_WAIT_MS = 5_000;
 
@@ -93,9 +102,10 @@ export class BullMqTaskQueue implements TaskQueue {
     });
   }
 
-  async enqueue(taskId: string): Promise<void> {
+  async enqueue(task: TaskRow): Promise<void> {
+    const taskId = task.id;
     try {
-      await this.queue.add(JOB_NAME, { taskId }, { jobId: taskId });
+      await this.queue.add(JOB_NAME, task.input.length <= MAX_JOB_INPUT_CHARS ? { taskId, row: task } : { taskId }, { jobId: taskId });
     } catch (err) {
       // The task is stored as submitted: a reconcile pass queues it once Redis answers again.
       this.opts.logger.warn({ err, taskId }, 'queueing a task failed; it is queued once Redis answers');
@@ -157,7 +167,9 @@ export class BullMqTaskQueue implements TaskQueue {
     let over!: (handedBack: boolean) => void;
     this.runs.set(taskId, { controller, over: new Promise((resolve) => (over = resolve)) });
     try {
-      await handler({ taskId, attempt: Math.max(1, job.attemptsStarted), signal: controller.signal });
+      const attempt = Math.max(1, job.attemptsStarted);
+      // A later run (the job stalled) reads the task: the earlier one changed it.
+      await handler({ taskId, ...(attempt === 1 && job.data.row ? { row: job.data.row } : {}), attempt, signal: controller.signal });
     } catch (err) {
       if (!controller.signal.aborted) throw err;
     } finally {

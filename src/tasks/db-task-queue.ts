@@ -67,7 +67,7 @@ export class DbTaskQueue implements TaskQueue {
     return (this.opts.now ?? Date.now)();
   }
 
-  async enqueue(_taskId: string): Promise<void> {
+  async enqueue(_task: TaskRow): Promise<void> {
     // The stored task is already the queue entry; only wake the local workers.
     this.pump();
   }

@@ -3,7 +3,7 @@ import type { TaskRow } from '../storage/schema.ts';
 /** One claim on a task: the worker runs it while the claim holds. */
 export interface TaskClaim {
   taskId: string;
-  /** The task as claimed, when the queue read it with the claim. */
+  /** The task as the queue had it (read with the claim, or as submitted); a stale copy fails the run's first compare-and-set, which reads it. */
   row?: TaskRow;
   /** 1 on the first run; more when the task is taken over after its worker stalled or died. */
   attempt: number;
@@ -23,8 +23,11 @@ export type TaskHandler = (claim: TaskClaim) => Promise<'ended' | 'live'>;
  * worker that died to another.
  */
 export interface TaskQueue {
-  /** Makes a stored, submitted task runnable; a queue that cannot take it now (Redis away) queues it later from the store, without failing. */
-  enqueue(taskId: string): Promise<void>;
+  /**
+   * Makes a stored, submitted task runnable; a queue that cannot take it now (Redis away) queues
+   * it later from the store, without failing. `task` is the row as stored.
+   */
+  enqueue(task: TaskRow): Promise<void>;
   /** Starts handing tasks to `handler`, at most `concurrency` at once. */
   start(handler: TaskHandler, concurrency: number): void;
   /** Stops taking tasks; running ones are aborted and handed back so they run again after a restart. */

@@ -196,7 +196,7 @@ export class TaskService {
     await this.repo.insert(row, this.deliveryOf(row, record, now), [first]);
     // Together, so a submit waits for Redis once at most (REDIS_TIMEOUT_MS). The event still goes
     // out first: announce sends it before its first await, and the queue awaits before it sends the job.
-    await Promise.all([this.announce(row, record, [first]), this.queue.enqueue(row.id)]);
+    await Promise.all([this.announce(row, record, [first]), this.queue.enqueue(row)]);
     return row;
   }
 
