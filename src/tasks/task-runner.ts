@@ -101,7 +101,25 @@ export class TaskRunner {
     let latest: TaskRow = row;
     // What the task has saved: this run is its one writer while it holds the claim, so its end need not read it back.
     let saved = row.saved_state;
-    const save = async (state: Record<string, unknown>) => void (saved = await this.stored(claim, () => this.deps.tasks.saveState(row.id, state)));
+    // A submitted task is started by the first save, which TaskRouting makes before the first
+    // attempt (its route): the start and the route are one write, and nothing runs before both are stored.
+    let started = row.status !== 'submitted';
+    const save = async (state: Record<string, unknown>) => {
+      if (started) {
+        saved = await this.stored(claim, () => this.deps.tasks.saveState(row.id, state));
+        return;
+      }
+      const outcome = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest, state }));
+      if (!outcome.ok) {
+        // Ended meanwhile (cancelled, past its deadline): the run is over. Started by another worker: it is theirs.
+        const reason = isTerminal(outcome.row.status) ? new TaskCancelledError(`task is ${outcome.row.status}`) : new Error(`task is ${outcome.row.status} elsewhere`);
+        controller.abort(reason);
+        throw reason;
+      }
+      started = true;
+      latest = outcome.row;
+      saved = outcome.row.saved_state;
+    };
     // A resumed run covers ground again (an engine restarts its count, an upstream is polled
     // anew); progress up to what the task had reached was announced before the interruption.
     const announced = row.status === 'submitted' ? -1 : row.progress;
@@ -128,9 +146,6 @@ export class TaskRunner {
           if (!(err instanceof TaskRejectedError)) throw err;
           return outcomeOf(await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'rejected', message: err.message }, { current: latest })));
         }
-        const started = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'started' }, { server: this.deps.instanceId, current: latest }));
-        if (!started.ok) return outcomeOf(started);
-        latest = started.row;
       } else {
         log.info('resuming a task whose worker stopped');
         const resumed = await this.stored(claim, () => this.deps.tasks.transition(row.id, { status: 'process', message: 'resumed after an interruption' }, { server: this.deps.instanceId, current: latest }));

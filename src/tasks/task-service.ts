@@ -44,6 +44,8 @@ export interface TransitionExtra {
   result?: TaskResult;
   /** The instance running the task. */
   server?: string;
+  /** Replaces what the task has saved to resume (saveState), in the same write: a run's start carries its first route so. */
+  state?: Record<string, unknown>;
   /** The caller's copy of the stored task, saving a read. */
   current?: TaskRow;
   /** `current` has the saved state as stored too (its caller is the state's one writer): an end need not read the task either. */
@@ -338,7 +340,8 @@ export class TaskService {
       const merged = end ? { ...parseResult(row), ...end.ending.result } : extra.result ? { ...parseResult(row), ...extra.result } : undefined;
       const result = merged ? JSON.stringify(merged) : row.result;
       const server = extra.server ?? row.server;
-      if (!outcome.changed && result === row.result && server === row.server) return { ok: true, row, changed: false };
+      const savedState = extra.state ? JSON.stringify(extra.state) : row.saved_state;
+      if (!outcome.changed && result === row.result && server === row.server && savedState === row.saved_state) return { ok: true, row, changed: false };
       const callbackUrl = (await this.runtimeConfig.callback()).callback_url ?? null;
       const patch: TaskPatch = {
         status: outcome.next.status,
@@ -348,6 +351,7 @@ export class TaskService {
         started_at: outcome.next.startedAt,
         finished_at: outcome.next.finishedAt,
         result,
+        ...(savedState !== row.saved_state ? { saved_state: savedState } : {}),
         server,
         updated_at: now,
         // The address configured now: an operator's change applies to the next update.

@@ -7,7 +7,7 @@ import type { CallbackDeliveryRow, Database, TaskEventRow, TaskRow } from '../sc
 import { isTerminal } from '../../core/task-state.ts';
 
 /** Columns a status change writes; the version is checked and bumped by update(). */
-export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
+export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'saved_state' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
 
 const LIVE = ['submitted', 'started', 'process'] as const;
 /** Rows per INSERT statement, well under both databases' limits on bound parameters. */
