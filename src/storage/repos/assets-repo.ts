@@ -441,6 +441,5 @@ export class AssetsRepo {
   }
 }
 
-
 const insertTags = insertsInto('asset_tags');
 const insertMeta = insertsInto('asset_meta');

@@ -103,5 +103,4 @@ export class FilesRepo {
   }
 }
 
-
 const insertFiles = insertsInto('files');
