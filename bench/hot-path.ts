@@ -18,6 +18,12 @@ const CONNECTION_STEPS = [1, 4, 8, 16, 32, 64, 128];
 const CPU_STEPS = [8, 16, 32, 64];
 const STREAM_STEPS = process.env.BENCH_QUICK === '1' ? [256, 1024, 2048] : [256, 512, 1024, 2048, 4096];
 const P99_BOUND_MS = 20;
+/**
+ * Load before the figures of each proxy: after 2 s V8 still compiled some 30 functions a second on
+ * Gengate's core (a second of compiler threads' CPU in 8 s at one connection); the figures are of
+ * a server in its steady state.
+ */
+const WARM_UP_S = 15;
 const STREAM_CHUNKS = 20;
 const STREAM_GAP_MS = 100;
 const CLEAN_GAP_MS = 500;
@@ -179,7 +185,7 @@ async function eventLoopDelay(metricsUrl: string): Promise<string> {
 }
 
 async function measure(target: Target): Promise<Figures> {
-  wrk(target, 8, 2); // warm-up: JIT, connections, caches
+  wrk(target, 8, WARM_UP_S);
   const steps: string[] = [];
   let sustained = 0;
   let sustainedAt = 0;
