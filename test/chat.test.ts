@@ -375,7 +375,10 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     const last = chunks[chunks.length - 1];
     assert.deepEqual(last.choices, []);
     assert.equal(last.model, 'gpt-4.1');
-    assert.ok(last.usage.prompt_tokens > 0 && last.usage.completion_tokens > 0);
+    // Four characters to a token, of the prompt's text and of the streamed answer's.
+    assert.equal(last.usage.prompt_tokens, Math.ceil('count these words please'.length / 4));
+    assert.equal(last.usage.completion_tokens, Math.ceil(contentOf(chunks).length / 4));
+    assert.ok(last.usage.completion_tokens > 0);
     assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + last.usage.completion_tokens);
   });
 
