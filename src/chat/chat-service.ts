@@ -8,7 +8,6 @@ import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from '../core/chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
-import { keptStringChars } from '../providers/kept-json.ts';
 import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '../telemetry/tracing.ts';
 import type { Span } from '@opentelemetry/api';
 
@@ -83,17 +82,14 @@ function estimatedUsage(request: ChatRequest, completionChars: number): ChatUsag
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-/** The fields of a streamed chunk whose characters an estimate of its tokens counts: text and tool calls. */
-const COMPLETION_FIELDS = ['content', 'name', 'arguments'];
-
-/** Characters of text and tool calls in a streamed chunk; a kept upstream frame's are counted in its text, unparsed. */
-function completionCharsOf(chunk: ChatChunk): number {
-  const kept = keptStringChars(chunk, COMPLETION_FIELDS);
-  if (kept !== undefined) return kept;
+/** Characters of text and tool calls in streamed chunks. */
+function completionCharsOf(chunks: ChatChunk[]): number {
   let chars = 0;
-  for (const choice of chunk.choices) {
-    chars += choice.delta.content?.length ?? 0;
-    for (const call of choice.delta.tool_calls ?? []) chars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+  for (const chunk of chunks) {
+    for (const choice of chunk.choices) {
+      chars += choice.delta.content?.length ?? 0;
+      for (const call of choice.delta.tool_calls ?? []) chars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
+    }
   }
   return chars;
 }
@@ -257,21 +253,21 @@ export class ChatService {
     const alias = request.model.alias;
     const reply = turn ? new StreamedReply() : undefined;
     let usage: ChatUsage | undefined;
-    // Until the model sends its usage, the characters it may have to be estimated from, counted as
-    // the chunks pass: chunks kept until the end of the stream would outlive the young generation.
-    let unmeteredChars = 0;
+    // Until the model sends its usage, the chunks it may have to be estimated from (read only then:
+    // a chunk kept as the upstream's frame is not parsed on the way through).
+    const unmetered: ChatChunk[] = [];
     let last: ChatChunk | undefined;
     try {
       for await (const chunk of chunks) {
         chunk.model = alias;
         if (chunk.usage) usage = chunk.usage;
-        else if (!usage) unmeteredChars += completionCharsOf(chunk);
+        else if (!usage) unmetered.push(chunk);
         reply?.add(chunk);
         last = chunk;
         yield chunk;
       }
       if (!usage) {
-        usage = estimatedUsage(request, unmeteredChars);
+        usage = estimatedUsage(request, completionCharsOf(unmetered));
         yield {
           id: last?.id ?? 'chatcmpl-usage',
           object: 'chat.completion.chunk',

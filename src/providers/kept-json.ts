@@ -78,49 +78,6 @@ function usageOfText(data: string): { read: unknown } | undefined {
   }
 }
 
-/** The length the JSON string literal starting after the quote at `from` has once decoded, and where it ends. */
-function decodedLength(data: string, from: number): { length: number; end: number } | undefined {
-  let length = 0;
-  for (let i = from; i < data.length; i++, length++) {
-    const c = data.charCodeAt(i);
-    if (c === 34) return { length, end: i + 1 };
-    // An escape is one character: \uXXXX's four digits and any other escape's one.
-    if (c === 92) i += data.charCodeAt(i + 1) === 117 ? 5 : 1;
-  }
-  return undefined;
-}
-
-/**
- * The characters of the string values of the keys `names` anywhere in a kept value's text (its
- * escapes counted as what they stand for), read without parsing it; undefined for a value that is
- * not kept or was parsed. A key is a quoted name right after `{` or `,`: inside a string its
- * quotes would be escaped.
- */
-export function keptStringChars(value: object, names: readonly string[]): number | undefined {
-  const state = (value as { [STATE]?: KeptState })[STATE];
-  if (!state || state.parsed) return undefined;
-  const data = state.data;
-  let chars = 0;
-  for (const name of names) {
-    const key = `"${name}"`;
-    for (let at = data.indexOf(key); at >= 0; at = data.indexOf(key, at + key.length)) {
-      let before = at - 1;
-      while (isSpace(data.charCodeAt(before))) before--;
-      const opener = data.charCodeAt(before);
-      if (opener !== 123 && opener !== 44) continue;
-      let i = at + key.length;
-      while (isSpace(data.charCodeAt(i))) i++;
-      if (data.charCodeAt(i) !== 58) continue;
-      for (i++; isSpace(data.charCodeAt(i)); i++);
-      if (data.charCodeAt(i) !== 34) continue;
-      const literal = decodedLength(data, i + 1);
-      if (!literal) return undefined;
-      chars += literal.length;
-    }
-  }
-  return chars;
-}
-
 const keptHandler: ProxyHandler<KeptState> = {
   get(state, key) {
     if (key === STATE) return state;
