@@ -1,13 +1,15 @@
-import type { Insertable } from 'kysely';
+import type { Insertable, Kysely } from 'kysely';
 import type { Database } from '../schema.ts';
-import type { TailWrite } from '../transaction-batcher.ts';
 
-/** Rows per insert of a tail writer, well under both databases' limits on bound parameters. */
-const ROWS_PER_INSERT = 500;
+/** Rows per insert statement, well under both databases' limits on bound parameters. */
+export const ROWS_PER_INSERT = 500;
 
-/** A tail writer that inserts its rows into `table`, as few statements as ROWS_PER_INSERT allows. */
-export function insertsInto<T extends keyof Database & string>(table: T): TailWrite<Insertable<Database[T]>> {
-  return async (trx, rows) => {
-    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await trx.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
+/**
+ * Inserts rows into `table` in as few statements as ROWS_PER_INSERT allows, on the pool or in a
+ * transaction (a transaction's tail writer, TransactionTail.append).
+ */
+export function insertsInto<T extends keyof Database & string>(table: T): (db: Kysely<Database>, rows: readonly Insertable<Database[T]>[]) => Promise<void> {
+  return async (db, rows) => {
+    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await db.insertInto(table).values(rows.slice(i, i + ROWS_PER_INSERT) as never).execute();
   };
 }

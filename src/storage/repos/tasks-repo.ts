@@ -10,8 +10,6 @@ import { isTerminal } from '../../core/task-state.ts';
 export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'saved_state' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
 
 const LIVE = ['submitted', 'started', 'process'] as const;
-/** Rows per INSERT statement, well under both databases' limits on bound parameters. */
-const INSERT_CHUNK = 500;
 
 /** An event to add to a task's stream; its sequence number is allocated as it is written. */
 export interface NewTaskEvent {
@@ -20,6 +18,7 @@ export interface NewTaskEvent {
   data: string;
 }
 
+const insertTasks = insertsInto('tasks');
 const insertEvents = insertsInto('task_events');
 const insertDeliveries = insertsInto('callback_deliveries');
 
@@ -52,7 +51,7 @@ export class TasksRepo {
           batch = this.pendingInserts.splice(0);
           this.insertFlush = undefined;
         }
-        for (let i = 0; i < batch.length; i += INSERT_CHUNK) await trx.insertInto('tasks').values(batch.slice(i, i + INSERT_CHUNK).map((b) => b.row)).execute();
+        await insertTasks(trx, batch.map((b) => b.row));
         tail.append(insertDeliveries, batch.flatMap((b) => (b.delivery ? [b.delivery] : [])));
         tail.append(insertEvents, batch.flatMap((b) => b.events));
       });

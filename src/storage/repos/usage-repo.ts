@@ -3,6 +3,7 @@ import type { RepeatedStatement } from '../background-writer.ts';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher } from '../transaction-batcher.ts';
+import { insertsInto, ROWS_PER_INSERT } from './inserts-into.ts';
 import type { Database, TaskRow, UsageDailyRow, UsageLedgerRow } from '../schema.ts';
 
 export type UsageGroup = 'day' | 'model' | 'user' | 'token' | 'provider' | 'team';
@@ -76,8 +77,8 @@ export const ERROR_STATUSES = ['failed', 'rejected', 'error', 'refused'];
 const DAY_MS = 86_400_000;
 /** Rows a retention pass deletes per statement: short transactions that never stall writers. */
 const RETENTION_BATCH = 5000;
-/** Ledger rows per insert statement: well under SQLite's and PostgreSQL's limits on bound values. */
-const ROWS_PER_INSERT = 500;
+
+const insertLedgerRows = insertsInto('usage_ledger');
 
 const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider', team: 'team_id' } as const;
 
@@ -247,7 +248,7 @@ export class UsageRepo {
   }
 
   private async insertRows(db: DbHandle, rows: UsageLedgerRow[], daily: UsageDailyRow[]): Promise<void> {
-    for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) await db.kysely.insertInto('usage_ledger').values(rows.slice(i, i + ROWS_PER_INSERT)).execute();
+    await insertLedgerRows(db.kysely, rows);
     for (const day of daily) await dailyUpsert(db.kysely.insertInto('usage_daily').values(day)).execute();
   }
 
