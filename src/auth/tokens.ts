@@ -1,6 +1,6 @@
 import fs from 'node:fs';
 import path from 'node:path';
-import { createHash, timingSafeEqual } from 'node:crypto';
+import { hash, timingSafeEqual } from 'node:crypto';
 import { newId, newSecret } from '../core/ids.ts';
 import { ApiError } from '../core/errors.ts';
 import type { TokenScope, TokensRepo, TokenSummary } from '../storage/repos/tokens-repo.ts';
@@ -27,7 +27,7 @@ const NEGATIVE_TTL_MS = 5_000;
 const MAX_CACHE_ENTRIES = 100_000;
 
 export function hashToken(token: string): string {
-  return createHash('sha256').update(token).digest('hex');
+  return hash('sha256', token);
 }
 
 interface CacheEntry {
