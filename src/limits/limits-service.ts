@@ -259,6 +259,8 @@ export class LimitsService {
   private generation = 0;
   /** Ended tasks whose counters wait for the end to be committed (the task.status event). */
   private readonly pending = new Map<string, Settlement>();
+  /** The batch of call rows whose failure is logged already (writeCallRow). */
+  private loggedBatch: Promise<void> | undefined;
   private readonly unsubscribe: () => void;
   private reconcileTimer: NodeJS.Timeout | undefined;
   readonly counters: LimitCounters;
@@ -401,9 +403,7 @@ export class LimitsService {
     }
     // Only POST calls are billable work; reads are counted by the request rate alone.
     if (!admission.route.startsWith('POST ')) return;
-    // Returned, not awaited: the row waits for its batch to be written (tens of milliseconds), and
-    // an awaiting frame would keep the call's objects alive that long, into the old generation.
-    return this.writeCallRow(callRow({
+    this.writeCallRow(callRow({
       id: admission.id,
       startedAt: admission.startedAt,
       finishedAt: this.now(),
@@ -427,21 +427,21 @@ export class LimitsService {
    * not JSON, a malformed Idempotency-Key), with the model its body names when that is one of
    * ours; any other answer given there (429, a replay) leaves no row.
    */
-  async recordRefusal(call: { id: string; route: string; latencyMs: number; principal: Principal | null; body: Record<string, unknown> | undefined; httpStatus: number }): Promise<void> {
+  recordRefusal(call: { id: string; route: string; latencyMs: number; principal: Principal | null; body: Record<string, unknown> | undefined; httpStatus: number }): void {
     if (!call.route.startsWith('POST ') || !REFUSALS.has(call.httpStatus)) return;
     const info = this.modelNamed(call.body);
     const finishedAt = this.now();
     const { id, route, principal, httpStatus } = call;
-    await this.writeCallRow(callRow({ id, endpoint: route.slice('POST '.length), principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
+    this.writeCallRow(callRow({ id, endpoint: route.slice('POST '.length), principal, httpStatus, startedAt: finishedAt - Math.round(call.latencyMs), finishedAt, model: info?.alias, provider: info?.provider, channel: undefined, status: 'refused' }));
   }
 
   /**
    * Ledgers one MCP tools/call (endpoint `mcp.tools_call`, model the tool's name as /mcp lists
    * it): `refused` when the gateway turned it away before anything ran.
    */
-  async recordToolCall(call: { id: string; principal: Principal; tool: string; startedAt: number; status: 'success' | 'error' | 'refused'; httpStatus: number }): Promise<void> {
+  recordToolCall(call: { id: string; principal: Principal; tool: string; startedAt: number; status: 'success' | 'error' | 'refused'; httpStatus: number }): void {
     const { id, principal, tool, startedAt, status, httpStatus } = call;
-    await this.writeCallRow(callRow({ id, principal, endpoint: MCP_TOOLS_CALL, model: tool, provider: undefined, channel: undefined, status, httpStatus, startedAt, finishedAt: this.now() }));
+    this.writeCallRow(callRow({ id, principal, endpoint: MCP_TOOLS_CALL, model: tool, provider: undefined, channel: undefined, status, httpStatus, startedAt, finishedAt: this.now() }));
   }
 
   /** Names the batch of a task's ledger row, once the task (a batch line) has ended and written it. */
@@ -449,8 +449,17 @@ export class LimitsService {
     await this.usage.tagBatch(taskId, batchId);
   }
 
-  private writeCallRow(row: UsageLedgerRow): Promise<void> {
-    return this.usage.recordCall(row).catch((err: unknown) => this.opts.logger.error({ err, requestId: row.id }, 'writing a ledger row failed'));
+  /**
+   * Hands a call's row to its batch, not waited on: ledger reads write the waiting rows first. A
+   * batch's failure is logged once, not once per row; and no call holds a promise on the batch,
+   * which would keep every call's objects alive until the batch is written (tens of milliseconds,
+   * into the old generation).
+   */
+  private writeCallRow(row: UsageLedgerRow): void {
+    const batch = this.usage.recordCall(row);
+    if (batch === this.loggedBatch) return;
+    this.loggedBatch = batch;
+    batch.catch((err: unknown) => this.opts.logger.error({ err, requestId: row.id }, 'writing a batch of ledger rows failed (the request id is its first row\'s)'));
   }
 
   /**

@@ -245,7 +245,7 @@ export class McpService {
         outcome = { result: errorResult(err), status: err.status < 500 ? 'refused' : 'error', httpStatus: err.status };
       }
       span?.setAttribute('gengate.mcp.status', outcome.status);
-      await this.deps.limits.recordToolCall({ id, principal, tool: listedName, startedAt, status: outcome.status, httpStatus: outcome.httpStatus });
+      this.deps.limits.recordToolCall({ id, principal, tool: listedName, startedAt, status: outcome.status, httpStatus: outcome.httpStatus });
       return outcome.result;
     });
   }

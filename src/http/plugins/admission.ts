@@ -115,7 +115,7 @@ export function registerAdmission(group: FastifyInstance, deps: { limits: Limits
   // key) has a ledger row all the same.
   group.addHook('onResponse', (request, reply, done) => {
     if (!request.ctx.admission) {
-      void deps.limits.recordRefusal({ id: request.id, route: routeOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
+      deps.limits.recordRefusal({ id: request.id, route: routeOf(request), latencyMs: reply.elapsedTime, principal: request.ctx.caller ?? null, body: bodyObject(request), httpStatus: reply.statusCode });
     }
     done();
   });
