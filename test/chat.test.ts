@@ -1,6 +1,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import net from 'node:net';
+import http from 'node:http';
 import { startTestServer, type TestServer } from './support/server.ts';
 import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { contentOf, sseData } from './support/sse.ts';
@@ -405,6 +406,47 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     waiting.abort();
     assert.equal((await hangSeen).body.messages[0].content, 'never answered');
     assert.equal(((await pending) as Error).name, 'AbortError');
+  });
+
+  it('on a kept-alive connection, answers call after call and still aborts the upstream call of a client that goes away on it', async () => {
+    const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+    const sockets = new Set<net.Socket>();
+    const post = (content: string, stream: boolean) => http.request(new URL('/v1/chat/completions', srv.url), {
+      method: 'POST',
+      agent,
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+    }).on('socket', (socket: net.Socket) => sockets.add(socket)).end(JSON.stringify({ model: 'gpt-4.1', stream, messages: [{ role: 'user', content }] }));
+    const answer = (req: http.ClientRequest) => new Promise<{ status: number; text: string }>((resolve, reject) => {
+      req.on('error', reject).on('response', (res) => {
+        let text = '';
+        res.setEncoding('utf8').on('data', (d: string) => (text += d)).on('end', () => resolve({ status: res.statusCode!, text }));
+      });
+    });
+    try {
+      for (let i = 0; i < 5; i++) {
+        const { status, text } = await answer(post(`question ${i}`, i % 2 === 0));
+        assert.equal(status, 200);
+        assert.ok(i % 2 === 0 ? text.endsWith('data: [DONE]\n\n') : JSON.parse(text).choices[0].message.content, text);
+      }
+      assert.equal(sockets.size, 1, 'the calls shared one connection');
+
+      let release!: () => void;
+      fake.script({ kind: 'hold', afterChunks: 1, release: new Promise<void>((resolve) => (release = resolve)) });
+      const req = post('the last question', true);
+      const firstChunk = new Promise<void>((resolve) => req.on('response', (res) => res.once('data', () => resolve())));
+      await firstChunk;
+      assert.equal(sockets.size, 1, 'the stream went on the same connection');
+      const abortSeen = fake.nextAbort();
+      req.on('error', () => undefined).destroy();
+      assert.equal((await abortSeen).body.messages[0].content, 'the last question');
+      release();
+
+      // A new connection's calls go on as before.
+      const after = await chat({ model: 'gpt-4.1', stream: false, messages: [{ role: 'user', content: 'still here?' }] });
+      assert.equal(after.status, 200);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it('keeps a named conversation per user: history goes first, the reply is stored after the call, streamed or not', async () => {

@@ -1,10 +1,25 @@
+import type { Socket } from 'node:net';
 import type { FastifyReply } from 'fastify';
 
-/** Aborted when the client goes away before the answer is complete: the model call behind it stops. */
+/** Each connection's signal: in a WeakMap, not a property of the socket, whose added property would change its shape under Node's own optimised code. */
+const gone = new WeakMap<Socket, AbortSignal>();
+
+/**
+ * Aborted when the client goes away before the answer is complete (its connection closes): the
+ * model call behind it stops. One signal per connection, which its calls share one after another,
+ * not one per call: a new AbortController per call costs more than the rest of routing, and on
+ * Node 20 every AbortSignal outlives the young generation. Whatever listens to it stops listening
+ * when its call ends (retry-gate.ts, upstream-client.ts), so a long-lived connection gathers nothing.
+ */
 export function clientGoneSignal(reply: FastifyReply): AbortSignal {
-  const abort = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) abort.abort();
-  });
-  return abort.signal;
+  const socket = reply.raw.socket;
+  if (!socket || socket.destroyed) return AbortSignal.abort();
+  let signal = gone.get(socket);
+  if (!signal) {
+    const controller = new AbortController();
+    socket.once('close', () => controller.abort());
+    signal = controller.signal;
+    gone.set(socket, signal);
+  }
+  return signal;
 }

@@ -7,33 +7,55 @@
  * embedding, a transcription) has no gate and retries by its provider's policy alone.
  */
 
+import { followingSignal } from '../core/following-signal.ts';
+
 /** Whether a request that failed may be sent again on the channel it went to. */
 export interface RetryGate {
   /** A yes spends one of the call's tries; a no leaves the call to another channel, or ends it. */
   again(error: Error): boolean;
 }
 
-const GATE = Symbol('retry gate');
+/** The gates of the attempts in progress, by the signal their requests go with. */
+const gates = new Map<AbortSignal, RetryGate>();
 
-type GatedSignal = AbortSignal & { [GATE]?: RetryGate };
+/** The signal an attempt's requests go with, and the end of its gate. */
+export interface GatedSignal {
+  signal: AbortSignal;
+  /** The attempt is over (its stream too, when it has one): the signal carries the gate no more. */
+  release(): void;
+}
 
 /**
- * A signal that follows `signal` (aborted when it is, with its reason) and carries `gate`. The gate
- * is a property of the signal, not the value of a WeakMap keyed by it, and the signal is a plain
- * controller's, not AbortSignal.any's (weak references and sets): with either, each call's gate and
- * routing state outlived the young generation and went to the old one, to wait for a full collection.
+ * The signal for one attempt: aborted when `signal` is (with its reason), and carrying `gate`
+ * until released. Usually `signal` itself, its gate kept in a map while the attempt lasts: a new
+ * AbortController per call costs more than the rest of routing, and on Node 20 every AbortSignal
+ * outlives the young generation (its properties are set after a prototype change), taking what it
+ * references to the old one. A signal another attempt holds already (calls routed at once under one
+ * signal), or none, gets a controller of its own, which follows `signal` until released.
  */
-export function gatedSignal(signal: AbortSignal | undefined, gate: RetryGate): AbortSignal {
-  const controller = new AbortController();
-  if (signal?.aborted) controller.abort(signal.reason);
-  else signal?.addEventListener('abort', () => controller.abort(signal.reason), { once: true });
-  const gated: GatedSignal = controller.signal;
-  gated[GATE] = gate;
-  return gated;
+export function gatedSignal(signal: AbortSignal | undefined, gate: RetryGate): GatedSignal {
+  if (signal && !gates.has(signal)) {
+    gates.set(signal, gate);
+    return {
+      signal,
+      release: () => {
+        if (gates.get(signal) === gate) gates.delete(signal);
+      },
+    };
+  }
+  const { controller, stop } = followingSignal(signal);
+  gates.set(controller.signal, gate);
+  return {
+    signal: controller.signal,
+    release: () => {
+      gates.delete(controller.signal);
+      stop();
+    },
+  };
 }
 
 /** Whether a request sent with `signal` that failed with `error` may be sent again: its gate decides, when it has one. */
 export function mayRetry(signal: AbortSignal | undefined, error: Error): boolean {
-  const gate = (signal as GatedSignal | undefined)?.[GATE];
+  const gate = signal && gates.get(signal);
   return gate ? gate.again(error) : true;
 }

@@ -2,6 +2,7 @@ import { setTimeout as delay } from 'node:timers/promises';
 import { backoffMs, type Backoff } from '../core/backoff.ts';
 import { failSpan, inSpan, upstreamCallSpec } from '../telemetry/tracing.ts';
 import { mayRetry } from './retry-gate.ts';
+import { followingSignal } from '../core/following-signal.ts';
 import { TaskFailedError } from './spec.ts';
 
 /** How transient upstream failures are retried (GENGATE_CONFIG providers.<code>.retry). */
@@ -155,8 +156,9 @@ export class UpstreamClient {
       let res: Response;
       let body: Buffer;
       const release = await this.slots.acquire(req.signal);
+      const bounded = followingSignal(req.signal);
+      const timer = setTimeout(() => bounded.controller.abort(new DOMException(`timed out after ${this.timeoutMs} ms`, 'TimeoutError')), this.timeoutMs).unref();
       try {
-        const signals = [AbortSignal.timeout(this.timeoutMs), ...(req.signal ? [req.signal] : [])];
         const headers: Record<string, string> = { ...this.opts.headers, ...req.headers };
         if (req.json !== undefined) headers['content-type'] = 'application/json';
         ({ res, body } = await inSpan(method, () => upstreamCallSpec(method, url, this.opts.provider), async (span) => {
@@ -164,7 +166,7 @@ export class UpstreamClient {
             method,
             headers,
             body: req.json !== undefined ? JSON.stringify(req.json) : req.body,
-            signal: AbortSignal.any(signals),
+            signal: bounded.controller.signal,
           });
           span?.setAttribute('http.response.status_code', answer.status);
           if (span && answer.status >= 400) failSpan(span, `HTTP ${answer.status}`);
@@ -181,6 +183,8 @@ export class UpstreamClient {
         }
         throw failure;
       } finally {
+        clearTimeout(timer);
+        bounded.stop();
         release();
       }
       if (res.status < 400) return { status: res.status, headers: res.headers, body, json: <T>() => JSON.parse(body.toString('utf8')) as T };

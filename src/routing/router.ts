@@ -14,7 +14,7 @@ import type { Registry } from 'prom-client';
 import type { LiveModel } from '../catalog/catalog.ts';
 import { ApiError } from '../core/errors.ts';
 import type { RoutingRecord } from '../core/result-types.ts';
-import { gatedSignal, type RetryGate } from '../providers/retry-gate.ts';
+import { gatedSignal, type GatedSignal, type RetryGate } from '../providers/retry-gate.ts';
 import { DEFAULT_CONCURRENCY } from '../providers/upstream-client.ts';
 import type { ChannelsRepo } from '../storage/repos/channels-repo.ts';
 import type { ChannelStateMessage, EventBus } from '../storage/event-bus.ts';
@@ -304,15 +304,18 @@ export class ChannelRouter {
             return true;
           },
         };
-        const target = this.target(model, channel, record, input, resumed, gatedSignal(plan.signal, gate));
+        const gated = gatedSignal(plan.signal, gate);
+        const target = this.target(model, channel, record, input, resumed, gated);
         const outcome = await inSpan(`routing attempt ${channel.provider}/${channel.name}`, () => ({ attributes: attemptAttributes(model, channel, made, resumed) }), async (span) => {
-          const result = await this.attempt(channel, () => call(target), plan.signal);
+          const result = await this.attempt(channel, () => call(target.target), plan.signal);
           if (span && !result.ok) {
             span.setAttribute('gengate.routing.failure', result.failure.kind);
             failSpan(span, result.error);
           }
           return result;
         });
+        // A held target (a stream that goes on) releases its signal when it ends.
+        if (!target.held()) gated.release();
         if (outcome.ok) return { ok: true, value: outcome.value, record };
         lastError = outcome.error;
         if (plan.signal?.aborted) return { ok: false, error: outcome.error, record };
@@ -329,24 +332,29 @@ export class ChannelRouter {
     return this.tiersOf(model).some((tier) => tier.some((c) => !tried.has(c) && c.available(now)));
   }
 
-  private target<I>(model: LiveModel, channel: Channel, record: RoutingRecord, input: I, resumed: boolean, signal: AbortSignal): RouteTarget<I> {
-    return {
+  /** An attempt's target, and whether its call holds it past its end. */
+  private target<I>(model: LiveModel, channel: Channel, record: RoutingRecord, input: I, resumed: boolean, gated: GatedSignal): { target: RouteTarget<I>; held(): boolean } {
+    let held = false;
+    const target: RouteTarget<I> = {
       model,
       channel,
       record,
       input,
       resumed,
-      signal,
+      signal: gated.signal,
       hold: () => {
+        held = true;
         channel.inFlight++;
         let released = false;
         return () => {
           if (released) return;
           released = true;
           channel.inFlight--;
+          gated.release();
         };
       },
     };
+    return { target, held: () => held };
   }
 
   /** One call on one channel, counted in its health and figures. */

@@ -2,6 +2,7 @@ import { Type, type TSchema } from 'typebox';
 import type { FastifyPluginAsyncTypebox } from '@fastify/type-provider-typebox';
 import { CONTENT_PART_TYPES, MESSAGE_ROLES, type ChatCompletionInput } from '../../core/chat-input.ts';
 import { SseWriter } from '../../chat/sse-writer.ts';
+import { clientGoneSignal } from '../client-gone.ts';
 import { jsonText } from '../../providers/kept-json.ts';
 import { toApiError } from '../plugins/errors.ts';
 import type { AppServices } from '../services.ts';
@@ -138,13 +139,9 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       body: ChatCompletionBody,
     },
   }, async (request, reply) => {
-    // The client going away (before the answer is complete) stops the model call.
-    const abort = new AbortController();
-    reply.raw.once('close', () => {
-      if (!reply.raw.writableFinished) abort.abort();
-    });
+    const signal = clientGoneSignal(reply);
     const body = { ...request.body, stream: request.body.stream ?? route.streamByDefault };
-    const outcome = await services.chat.start(body, request.ctx.principal.userId, abort.signal);
+    const outcome = await services.chat.start(body, request.ctx.principal.userId, signal);
     if (outcome.route) reply.headers(request.ctx.servedBy(outcome.route));
     if (outcome.kind === 'completion') {
       const usage = outcome.completion.usage;
@@ -167,7 +164,7 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       }
       sse.end('[DONE]');
     } catch (err) {
-      if (abort.signal.aborted) return;
+      if (signal.aborted) return;
       const error = toApiError(err as Parameters<typeof toApiError>[0], 'api');
       request.log.warn({ err, code: error.code }, 'chat stream failed after it started');
       sse.end(JSON.stringify(error.toBody('api')));
