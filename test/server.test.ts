@@ -132,6 +132,23 @@ describe('HTTP server', () => {
     assert.match(text, /gengate_http_requests_total\{method="GET",route="unmatched",status="404"\} [1-9]/);
     assert.match(text, /gengate_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/v1\/models"\}/);
     assert.match(text, /gengate_process_resident_memory_bytes/);
+
+    // Three more calls of one route: its count and histogram grow by three, buckets cumulative up to +Inf.
+    const figures = async () => {
+      const lines = (await (await srv.fetch('/metrics')).text()).split('\n');
+      const value = (prefix: string) => Number(lines.find((l) => l.startsWith(prefix))?.split(' ').pop());
+      const buckets = lines.filter((l) => l.startsWith('gengate_http_request_duration_seconds_bucket{') && l.includes('route="/v1/models"}')).map((l) => Number(l.split(' ').pop()));
+      return { requests: value('gengate_http_requests_total{method="GET",route="/v1/models",status="200"}'), count: value('gengate_http_request_duration_seconds_count{method="GET",route="/v1/models"}'), sum: value('gengate_http_request_duration_seconds_sum{method="GET",route="/v1/models"}'), buckets };
+    };
+    const before = await figures();
+    for (let i = 0; i < 3; i++) await srv.fetch('/v1/models', { token: srv.adminToken });
+    const after = await figures();
+    assert.equal(after.requests, before.requests + 3);
+    assert.equal(after.count, before.count + 3);
+    assert.ok(after.sum > before.sum);
+    assert.equal(after.buckets.length, 16);
+    assert.equal(after.buckets.at(-1), after.count);
+    assert.deepEqual([...after.buckets].sort((a, b) => a - b), after.buckets, 'cumulative buckets');
   });
 
   it('publishes an OpenAPI 3.1 document generated from the route schemas, and a docs page', async () => {

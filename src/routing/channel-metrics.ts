@@ -1,26 +1,25 @@
-import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { Gauge, type Registry } from 'prom-client';
+import { BoundCounter, BoundHistogram } from '../telemetry/bound-metrics.ts';
 import type { Channel } from './channel.ts';
 
 const STATE_VALUE = { healthy: 0, cooling_down: 1, disabled: 2 } as const;
 
 /** The per-channel figures of /metrics: calls by outcome, latency, state and calls in flight. */
 export class ChannelMetrics {
-  private readonly calls: Counter<'provider' | 'channel' | 'outcome'>;
-  private readonly latency: Histogram<'provider' | 'channel'>;
+  private readonly calls: BoundCounter<'provider' | 'channel' | 'outcome'>;
+  private readonly latency: BoundHistogram<'provider' | 'channel'>;
 
   constructor(registry: Registry, channels: () => Iterable<Channel>) {
-    this.calls = new Counter({
+    this.calls = new BoundCounter(registry, {
       name: 'gengate_channel_calls_total',
       help: 'Calls sent to a channel, by outcome (success, failure: the upstream failed it, refused: the request was refused)',
-      labelNames: ['provider', 'channel', 'outcome'] as const,
-      registers: [registry],
+      labelNames: ['provider', 'channel', 'outcome'],
     });
-    this.latency = new Histogram({
+    this.latency = new BoundHistogram(registry, {
       name: 'gengate_channel_call_duration_seconds',
       help: 'Duration of calls on a channel (streams: until the first chunk)',
-      labelNames: ['provider', 'channel'] as const,
+      labelNames: ['provider', 'channel'],
       buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
-      registers: [registry],
     });
     new Gauge({
       name: 'gengate_channel_state',
