@@ -259,8 +259,6 @@ export class LimitsService {
   private generation = 0;
   /** Ended tasks whose counters wait for the end to be committed (the task.status event). */
   private readonly pending = new Map<string, Settlement>();
-  /** The batch of call rows whose failure is logged already (writeCallRow). */
-  private loggedBatch: Promise<void> | undefined;
   private readonly unsubscribe: () => void;
   private reconcileTimer: NodeJS.Timeout | undefined;
   readonly counters: LimitCounters;
@@ -456,10 +454,7 @@ export class LimitsService {
    * into the old generation).
    */
   private writeCallRow(row: UsageLedgerRow): void {
-    const batch = this.usage.recordCall(row);
-    if (batch === this.loggedBatch) return;
-    this.loggedBatch = batch;
-    batch.catch((err: unknown) => this.opts.logger.error({ err, requestId: row.id }, 'writing a batch of ledger rows failed (the request id is its first row\'s)'));
+    this.usage.recordCall(row)?.catch((err: unknown) => this.opts.logger.error({ err, requestId: row.id }, 'writing a batch of ledger rows failed (the request id is its first row\'s)'));
   }
 
   /**

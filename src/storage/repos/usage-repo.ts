@@ -215,13 +215,15 @@ export class UsageRepo {
   /**
    * Writes a call's row. The rows of calls ending within CALL_ROWS_GATHER_MS (up to one insert's
    * worth) go in one transaction, as one insert, with one aggregate update per day, user, token,
-   * model and provider. Reads of the ledger write waiting rows first.
+   * model and provider. Reads of the ledger write waiting rows first. Answers the write of the
+   * batch when this row opens one, else undefined: one promise per batch, not per call.
    */
-  recordCall(row: UsageLedgerRow): Promise<void> {
+  recordCall(row: UsageLedgerRow): Promise<void> | undefined {
     this.pendingCalls.push(row);
+    const opened = this.pendingWrite === undefined;
     const pending = (this.pendingWrite ??= pendingWrite(() => void this.flushCalls()));
     if (this.pendingCalls.length >= ROWS_PER_INSERT) void this.flushCalls();
-    return pending.done;
+    return opened ? pending.done : undefined;
   }
 
   /** Writes the call rows waiting now; settles once they are stored. */
