@@ -526,6 +526,16 @@ describe('chat upstream failures before an answer', () => {
     const silent = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages } });
     assert.equal(silent.status, 504);
     assertApiError(await silent.json(), 'upstream_timeout', null);
+
+    // A whole answer that breaks off halfway is the upstream's failure, not sent again (it ran).
+    const before = fake.requests.length;
+    fake.script({ kind: 'reset_mid_stream', afterChunks: 0 });
+    const cut = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
+    assert.equal(cut.status, 502);
+    const cutBody = await cut.json();
+    assertApiError(cutBody, 'upstream_error', null);
+    assert.match(cutBody.error.message, /answer broke off/);
+    assert.equal(fake.requests.length - before, 1);
   });
 
   it('ends a stream whose upstream falls silent midway with an upstream_timeout event', async () => {

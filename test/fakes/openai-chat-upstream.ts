@@ -24,7 +24,7 @@ export type Behaviour =
   | { kind: 'read_tool_output' }
   /** An error answer before any stream byte, OpenAI's error body unless `body` is given. */
   | { kind: 'status'; status: number; headers?: Record<string, string>; message?: string; body?: string }
-  /** Streams `afterChunks` content chunks, then destroys the connection. */
+  /** Streams `afterChunks` content chunks, then destroys the connection; a whole answer is cut halfway. */
   | { kind: 'reset_mid_stream'; afterChunks: number }
   /** Streams `afterChunks` content chunks, then OpenAI's `{"error": …}` event, then ends. */
   | { kind: 'error_frame'; afterChunks: number; message: string }
@@ -153,13 +153,21 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
     }
     if (body.stream !== true) {
       if (slowMs) await delay(slowMs);
-      res.writeHead(200, { 'content-type': 'application/json' });
-      res.end(JSON.stringify({
+      const completion = JSON.stringify({
         id, object: 'chat.completion', created: CREATED, model, system_fingerprint: 'fp_fake',
         choices: [{ index: 0, message: { role: 'assistant', content: toolCall ? null : content, ...(toolCall ? { tool_calls: [toolCall] } : {}), refusal: null, annotations: [] }, logprobs: null, finish_reason: toolCall ? 'tool_calls' : 'stop' }],
         usage: { ...usage, prompt_tokens_details: { cached_tokens: cached ?? 0 }, completion_tokens_details: { reasoning_tokens: 0 } },
         service_tier: 'default',
-      }));
+      });
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) });
+      if (behaviour?.kind !== 'reset_mid_stream') {
+        res.end(completion);
+        return;
+      }
+      // Half the answer goes out, then the connection closes.
+      cutByFake.add(res);
+      res.write(completion.slice(0, completion.length >> 1));
+      res.socket?.end();
       return;
     }
 

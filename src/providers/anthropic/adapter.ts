@@ -1,6 +1,6 @@
 import type { AdapterContext } from '../adapter-support.ts';
 import { translatedChunks } from '../chat-sse.ts';
-import { answerJson, answerText, ChatTransport, parsedAnswer } from '../openai/chat-transport.ts';
+import { ChatTransport, parsedAnswer } from '../openai/chat-transport.ts';
 import { readAnswer } from '../upstream-reply.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatRequest, NativeCall } from '../spec.ts';
 import { ANTHROPIC_VERSION, AnthropicStream, completionOf, messagesBody, NativeAnthropicStream, nativeBody } from './mapping.ts';
@@ -36,11 +36,10 @@ class AnthropicChatModel implements ChatModel {
     const { provider } = this.opts;
     const native = nativeOf(request);
     if (!native) {
-      const res = await this.transport.post(JSON.stringify(messagesBody(request, false, provider)), false, signal, '/messages');
-      return completionOf(await answerJson(res, provider, signal), provider);
+      const text = await this.transport.answer(JSON.stringify(messagesBody(request, false, provider)), signal, '/messages');
+      return completionOf(parsedAnswer(text, provider), provider);
     }
-    const res = await this.transport.post(nativeBody(request, native), false, signal, '/messages', native.headers);
-    const text = await answerText(res, provider, signal);
+    const text = await this.transport.answer(nativeBody(request, native), signal, '/messages', native.headers);
     return { ...completionOf(parsedAnswer(text, provider), provider), native: text };
   }
 
@@ -48,8 +47,8 @@ class AnthropicChatModel implements ChatModel {
     const { provider, timeoutMs } = this.opts;
     const native = nativeOf(request);
     const body = native ? nativeBody(request, native) : JSON.stringify(messagesBody(request, true, provider));
-    const res = await this.transport.post(body, true, signal, '/messages', native?.headers);
-    return translatedChunks(res.body, native ? new NativeAnthropicStream(provider) : new AnthropicStream(provider), { provider, timeoutMs, signal });
+    const events = await this.transport.stream(body, signal, '/messages', native?.headers);
+    return translatedChunks(events, native ? new NativeAnthropicStream(provider) : new AnthropicStream(provider), { provider, timeoutMs, signal });
   }
 
   /** Anthropic's own count (`POST /messages/count_tokens`) of a count request that came in its shape. */
@@ -57,8 +56,8 @@ class AnthropicChatModel implements ChatModel {
     const { provider } = this.opts;
     const native = nativeOf(request);
     if (!native) return undefined;
-    const res = await this.transport.post(nativeBody(request, native), false, signal, '/messages/count_tokens', native.headers);
-    return readAnswer(AnthropicTokenCount, await answerJson(res, provider, signal), provider).input_tokens;
+    const text = await this.transport.answer(nativeBody(request, native), signal, '/messages/count_tokens', native.headers);
+    return readAnswer(AnthropicTokenCount, parsedAnswer(text, provider), provider).input_tokens;
   }
 }
 

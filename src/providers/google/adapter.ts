@@ -1,6 +1,6 @@
 import type { AdapterContext } from '../adapter-support.ts';
 import { translatedChunks } from '../chat-sse.ts';
-import { answerJson, ChatTransport } from '../openai/chat-transport.ts';
+import { ChatTransport, parsedAnswer } from '../openai/chat-transport.ts';
 import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatRequest } from '../spec.ts';
 import { completionOf, GeminiStream, generateBody } from './mapping.ts';
 
@@ -29,14 +29,14 @@ class GeminiChatModel implements ChatModel {
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
-    const res = await this.transport.post(JSON.stringify(generateBody(request, provider)), false, signal, this.path(request, 'generateContent'));
-    return completionOf(await answerJson(res, provider, signal), provider, request.model.defaultRealModelName);
+    const text = await this.transport.answer(JSON.stringify(generateBody(request, provider)), signal, this.path(request, 'generateContent'));
+    return completionOf(parsedAnswer(text, provider), provider, request.model.defaultRealModelName);
   }
 
   async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
     const { provider, timeoutMs } = this.opts;
-    const res = await this.transport.post(JSON.stringify(generateBody(request, provider)), true, signal, this.path(request, 'streamGenerateContent?alt=sse'));
-    return translatedChunks(res.body, new GeminiStream(provider, request.model.defaultRealModelName), { provider, timeoutMs, signal });
+    const body = await this.transport.stream(JSON.stringify(generateBody(request, provider)), signal, this.path(request, 'streamGenerateContent?alt=sse'));
+    return translatedChunks(body, new GeminiStream(provider, request.model.defaultRealModelName), { provider, timeoutMs, signal });
   }
 }
 

@@ -6,7 +6,7 @@ import { OpenAiResponsesApi } from './responses-api.ts';
 import { chatChunks } from './chat-stream.ts';
 import { keepable, keptJson } from '../kept-json.ts';
 import { readAnswer } from '../upstream-reply.ts';
-import { answerText, ChatTransport, parsedAnswer } from './chat-transport.ts';
+import { ChatTransport, parsedAnswer } from './chat-transport.ts';
 import { OpenAiChat } from './reply-schemas.ts';
 
 type OutputTokenParameter = 'max_tokens' | 'max_completion_tokens';
@@ -61,16 +61,15 @@ export class OpenAiChatModel implements ChatModel {
 
   async complete(request: ChatRequest, { signal }: ChatCallOptions): Promise<ChatCompletion> {
     const { provider } = this.opts;
-    const res = await this.transport.post(chatBody(request, false), false, signal);
-    const text = await answerText(res, provider, signal);
+    const text = await this.transport.answer(chatBody(request, false), signal);
     // An object naming choices and no error is taken for a completion as it is, and passed on unparsed.
     if (keepable(text)) return keptJson<ChatCompletion>(text);
     return readAnswer(OpenAiChat, parsedAnswer(text, provider), provider) as ChatCompletion;
   }
 
   async stream(request: ChatRequest, { signal }: ChatCallOptions): Promise<AsyncIterable<ChatChunk>> {
-    const res = await this.transport.post(chatBody(request, true), true, signal);
-    return chatChunks(res.body, { provider: this.opts.provider, timeoutMs: this.opts.timeoutMs, signal });
+    const body = await this.transport.stream(chatBody(request, true), signal);
+    return chatChunks(body, { provider: this.opts.provider, timeoutMs: this.opts.timeoutMs, signal });
   }
 }
 

@@ -1,5 +1,6 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
+import type { IncomingHttpHeaders } from 'node:http';
 import { Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs } from '../../core/backoff.ts';
@@ -27,6 +28,10 @@ const TRANSIENT_STATUS = (status: number) => status === 429 || status >= 500;
 /** Upstream answers that mean the caller's parameters were refused (the caller can fix them). */
 const REFUSED_STATUS = new Set([400, 422]);
 const ERROR_TEXT_LIMIT = 2000;
+const CHAT_PATH = '/chat/completions';
+
+/** A streamed answer's body. */
+export type StreamBody = Dispatcher.ResponseData['body'];
 
 /** Undici's codes for a request that never got an answer; the request can be sent again. */
 const CONNECTION_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_SOCKET', 'UND_ERR_CONNECT_TIMEOUT', 'UND_ERR_CLOSED']);
@@ -62,6 +67,112 @@ function describe(err: Error): string {
   return cause && cause !== err.message ? `${err.message} (${cause})` : err.message;
 }
 
+/** What every try's answer tells the retry loop: its status, its Retry-After, and its body's text when it failed. */
+interface Answered {
+  readonly statusCode: number;
+  readonly retryAfter: string | undefined;
+  errorText(): Promise<string>;
+}
+
+/** A streamed answer: its body is read by the caller. */
+class StreamAnswer implements Answered {
+  readonly statusCode: number;
+  readonly retryAfter: string | undefined;
+  readonly body: StreamBody;
+
+  constructor(res: Dispatcher.ResponseData) {
+    this.statusCode = res.statusCode;
+    const header = res.headers['retry-after'];
+    this.retryAfter = typeof header === 'string' ? header : undefined;
+    this.body = res.body;
+  }
+
+  errorText(): Promise<string> {
+    return this.body.text().catch(() => '');
+  }
+}
+
+/** A whole answer, read as it came. */
+class WholeAnswer implements Answered {
+  readonly statusCode: number;
+  readonly retryAfter: string | undefined;
+  readonly text: string;
+
+  constructor(statusCode: number, retryAfter: string | undefined, text: string) {
+    this.statusCode = statusCode;
+    this.retryAfter = retryAfter;
+    this.text = text;
+  }
+
+  errorText(): Promise<string> {
+    return Promise.resolve(this.text);
+  }
+}
+
+/**
+ * Gathers a whole answer's bytes as they arrive (undici's dispatch handler): no response stream
+ * and no async resource per call, which a request whose answer is read whole does not need.
+ * Listens to the caller's signal itself (an EventListener object: no closure per call).
+ */
+class WholeAnswerHandler implements Dispatcher.DispatchHandler {
+  readonly #provider: string;
+  readonly #signal: AbortSignal;
+  readonly #resolve: (answer: WholeAnswer) => void;
+  readonly #reject: (err: unknown) => void;
+  #controller: Dispatcher.DispatchController | undefined;
+  #statusCode = 0;
+  #retryAfter: string | undefined;
+  readonly #chunks: Buffer[] = [];
+
+  constructor(provider: string, signal: AbortSignal, resolve: (answer: WholeAnswer) => void, reject: (err: unknown) => void) {
+    this.#provider = provider;
+    this.#signal = signal;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    signal.addEventListener('abort', this);
+  }
+
+  /** The caller's signal aborted: the request (queued, sent, or half answered) is given up. */
+  handleEvent(): void {
+    this.#controller?.abort(this.#signal.reason as Error);
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    if (this.#signal.aborted) controller.abort(this.#signal.reason as Error);
+    else this.#controller = controller;
+  }
+
+  onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
+    this.#statusCode = statusCode;
+    const retryAfter = headers['retry-after'];
+    this.#retryAfter = typeof retryAfter === 'string' ? retryAfter : undefined;
+  }
+
+  onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.#chunks.push(chunk);
+  }
+
+  onResponseEnd(): void {
+    this.#signal.removeEventListener('abort', this);
+    const chunks = this.#chunks;
+    this.#resolve(new WholeAnswer(this.#statusCode, this.#retryAfter, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')));
+  }
+
+  /**
+   * Before an answer began, the error as undici gave it (the retry loop reads its code); once it
+   * began, the upstream's answer broke off. The abort of the caller's signal is the loop's to rethrow.
+   */
+  onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
+    this.#signal.removeEventListener('abort', this);
+    if (this.#statusCode === 0 || this.#signal.aborted) {
+      this.#reject(err);
+      return;
+    }
+    const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
+    this.#reject(new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${this.#provider} answer broke off: ${err.message}`));
+  }
+}
+
 /**
  * HTTP to one chat API (OpenAI-compatible by default; Anthropic's and Gemini's adapters post to
  * their own paths): a keep-alive connection pool (undici), authentication, timeouts, and retries
@@ -87,24 +198,40 @@ export class ChatTransport {
 
   /**
    * POSTs a chat body to `path` under the base URL (query included), with `extraHeaders` besides
-   * the transport's own; resolves with the upstream's 2xx answer, its body unread. Errors are
-   * ApiErrors, except the abort of `signal`, which is rethrown as it is.
+   * the transport's own; resolves with the text of the upstream's whole 2xx answer. Errors are
+   * ApiErrors (a body that broke off too), except the abort of `signal`, which is rethrown as it is.
    */
-  async post(body: string, stream: boolean, signal: AbortSignal, path = '/chat/completions', extraHeaders: Record<string, string> = {}): Promise<Dispatcher.ResponseData> {
+  async answer(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<string> {
+    const options = { method: 'POST' as const, path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept: 'application/json' }, body };
+    const answer = await this.#exchange(path, signal, () => new Promise<WholeAnswer>((resolve, reject) => {
+      this.#pool.dispatch(options, new WholeAnswerHandler(this.opts.provider, signal, resolve, reject));
+    }));
+    return answer.text;
+  }
+
+  /** As answer, for a streamed answer: resolves with its body, unread. */
+  async stream(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<StreamBody> {
+    const options = { method: 'POST' as const, path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept: 'text/event-stream' }, body, signal };
+    const answer = await this.#exchange(path, signal, async () => new StreamAnswer(await this.#pool.request(options)));
+    return answer.body;
+  }
+
+  /** Sends by `send` until an answer is 2xx, or fails for good (see the class). */
+  async #exchange<A extends Answered>(path: string, signal: AbortSignal, send: () => Promise<A>): Promise<A> {
     const { provider, retry } = this.opts;
-    const headers = { ...extraHeaders, ...this.#headers, accept: stream ? 'text/event-stream' : 'application/json' };
     for (let attempt = 0; ; attempt++) {
       const retriesLeft = attempt < retry.attempts;
-      let res: Dispatcher.ResponseData;
+      let answer: A;
       try {
-        res = await inSpan('POST', () => upstreamCallSpec('POST', new URL(this.#basePath + path, this.opts.baseURL), provider), async (span) => {
-          const answer = await this.#pool.request({ method: 'POST', path: this.#basePath + path, headers, body, signal });
-          span?.setAttribute('http.response.status_code', answer.statusCode);
-          if (span && answer.statusCode >= 400) failSpan(span, `HTTP ${answer.statusCode}`);
-          return answer;
+        answer = await inSpan('POST', () => upstreamCallSpec('POST', new URL(this.#basePath + path, this.opts.baseURL), provider), async (span) => {
+          const answered = await send();
+          span?.setAttribute('http.response.status_code', answered.statusCode);
+          if (span && answered.statusCode >= 400) failSpan(span, `HTTP ${answered.statusCode}`);
+          return answered;
         });
       } catch (err) {
         signal.throwIfAborted();
+        if (err instanceof ApiError) throw err;
         const code = (err as { code?: string }).code ?? '';
         if (code === 'UND_ERR_HEADERS_TIMEOUT') {
           // It may have been acted on (and billed): not sent again.
@@ -119,13 +246,12 @@ export class ChatTransport {
         }
         throw failure;
       }
-      if (res.statusCode < 300) return res;
+      if (answer.statusCode < 300) return answer;
 
-      const text = await res.body.text().catch(() => '');
-      const header = res.headers['retry-after'];
-      const retryAfter = retryAfterMs(typeof header === 'string' ? header : null);
-      const failure = statusError(provider, res.statusCode, text, retryAfter);
-      if (TRANSIENT_STATUS(res.statusCode)) {
+      const text = await answer.errorText();
+      const retryAfter = retryAfterMs(answer.retryAfter ?? null);
+      const failure = statusError(provider, answer.statusCode, text, retryAfter);
+      if (TRANSIENT_STATUS(answer.statusCode)) {
         // A wait longer than the policy allows is the client's to make, not a held connection's.
         const wait = retryAfter ?? backoffMs(retry, attempt);
         if (retriesLeft && wait <= retry.maxDelayMs && mayRetry(signal, failure)) {
@@ -138,20 +264,6 @@ export class ChatTransport {
   }
 }
 
-/**
- * The text of a whole (not streamed) answer. A broken-off or timed-out body is the upstream's
- * failure; the abort of `signal` is rethrown as it is.
- */
-export async function answerText(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<string> {
-  try {
-    return await res.body.text();
-  } catch (err) {
-    signal.throwIfAborted();
-    const timedOut = (err as { code?: string }).code === 'UND_ERR_BODY_TIMEOUT';
-    throw new ApiError(timedOut ? 'upstream_timeout' : 'upstream_error', `${provider} answer broke off: ${(err as Error).message}`);
-  }
-}
-
 /** The JSON of an answer's text; a text that is not JSON is the upstream's failure. */
 export function parsedAnswer(text: string, provider: string): unknown {
   try {
@@ -159,9 +271,4 @@ export function parsedAnswer(text: string, provider: string): unknown {
   } catch {
     throw new ApiError('upstream_error', `${provider} answered with something that is not JSON: ${text.slice(0, 200)}`);
   }
-}
-
-/** The JSON of a whole (not streamed) answer (see answerText and parsedAnswer). */
-export async function answerJson(res: Dispatcher.ResponseData, provider: string, signal: AbortSignal): Promise<unknown> {
-  return parsedAnswer(await answerText(res, provider, signal), provider);
 }

@@ -9,7 +9,7 @@ import { ApiError } from '../../core/errors.ts';
 import { midStreamError, sseData, streamFrame } from '../chat-sse.ts';
 import type { ChatCallOptions, ChatUsage, ResponsesApi, UpstreamResponses, UpstreamResponsesEvent } from '../spec.ts';
 import { readAnswer, type ReplyOf } from '../upstream-reply.ts';
-import { answerText, parsedAnswer, type ChatTransport } from './chat-transport.ts';
+import { parsedAnswer, type ChatTransport } from './chat-transport.ts';
 import { OpenAiResponse, OpenAiResponsesEvent } from './reply-schemas.ts';
 
 /** The events after which a Responses stream is complete. */
@@ -43,13 +43,13 @@ export class OpenAiResponsesApi implements ResponsesApi {
   async respond(model: LiveModel, body: Record<string, unknown>, { signal }: ChatCallOptions): Promise<UpstreamResponses> {
     const { provider } = this.opts;
     const stream = body.stream === true;
-    const res = await this.transport.post(JSON.stringify({ ...body, model: model.defaultRealModelName }), stream, signal, '/responses');
+    const sent = JSON.stringify({ ...body, model: model.defaultRealModelName });
     if (!stream) {
-      const text = await answerText(res, provider, signal);
+      const text = await this.transport.answer(sent, signal, '/responses');
       const usage = readAnswer(OpenAiResponse, parsedAnswer(text, provider), provider).usage;
       return { kind: 'response', text, usage: usage ? chatUsageOf(usage) : undefined };
     }
-    return { kind: 'stream', events: this.events(res.body, signal) };
+    return { kind: 'stream', events: this.events(await this.transport.stream(sent, signal, '/responses'), signal) };
   }
 
   /** The upstream's events as sent; a broken connection, a frame that is not an event, or an end before the response ended is thrown. */
