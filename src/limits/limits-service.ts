@@ -120,6 +120,7 @@ function callRow(call: {
   countersApplied?: number;
   batchId?: string | undefined;
 }): UsageLedgerRow {
+  const tokens = call.tokens ?? NO_TOKENS;
   return {
     id: call.id,
     kind: 'request',
@@ -135,7 +136,11 @@ function callRow(call: {
     channel: call.channel ?? null,
     status: call.status,
     http_status: call.httpStatus,
-    ...ledgerTokens(call.tokens ?? NO_TOKENS),
+    // Each field named (no spread of ledgerTokens): a literal that spreads in its middle takes V8's slow path at every call.
+    input_tokens: tokens.inputTokens,
+    cached_input_tokens: tokens.cachedInputTokens,
+    cache_write_tokens: tokens.cacheWriteTokens,
+    output_tokens: tokens.outputTokens,
     outputs: 0,
     cost: call.cost ?? 0,
     reserved: call.reserved ?? 0,
