@@ -5,6 +5,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ApiError } from '../core/errors.ts';
 import { newUuid } from '../core/ids.ts';
+import { TurnPacer } from '../core/turn-pacer.ts';
 import { bodyValidators, textValidators } from '../core/schema-validators.ts';
 import { registerErrorHandling } from './plugins/errors.ts';
 import { requireApiToken } from './plugins/auth.ts';
@@ -50,6 +51,12 @@ import { mcpRoutes } from './routes/mcp.ts';
 import type { AppServices } from './services.ts';
 
 const REQUEST_ID = /^[\w.:-]{1,128}$/;
+/**
+ * How long new calls may be set up in one turn of the event loop before later ones wait for the
+ * next: short enough that streams under way are relayed between, long enough that a steady load
+ * (a few dozen calls a turn) never waits.
+ */
+const CALL_SETUP_BUDGET_MS = 10;
 
 /** One access-log line per request, when it completes (not two, as Fastify's default writes). */
 class AccessLog extends LogController {
@@ -147,11 +154,13 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
   await app.register(consoleSignInRoutes(services));
   await app.register(servedFileRoutes(services));
 
+  // One pacer for every admitted call, whichever API it came by.
+  const pacer = new TurnPacer(CALL_SETUP_BUDGET_MS);
   // API tokens on /v1, /openai/v1, /mcp, /api and /upload; admission on /v1 and /openai/v1 (and /anthropic, below).
   await app.register(async (api) => {
     requireApiToken(api, services.tokens);
     await api.register(async (admitted) => {
-      registerAdmission(admitted, services);
+      registerAdmission(admitted, { ...services, pacer });
       // After admission: a refused body still counts against the caller's rate, and is in the ledger.
       registerBodyChecks(admitted, { bareWritesTakeObjects: false });
       await admitted.register(overviewRoutes(services));
@@ -201,7 +210,7 @@ export async function buildApp(services: AppServices): Promise<FastifyInstance> 
       route.config = { ...route.config, errorShape: 'anthropic' };
     });
     requireApiToken(anthropic, services.tokens, ANTHROPIC_KEY_HEADER);
-    registerAdmission(anthropic, services);
+    registerAdmission(anthropic, { ...services, pacer });
     registerBodyChecks(anthropic, { bareWritesTakeObjects: false });
     await anthropic.register(anthropicRoutes(services));
   }, { prefix: ANTHROPIC_PREFIX });

@@ -3,6 +3,7 @@ import type { Multipart, MultipartFile } from '@fastify/multipart';
 import type { LimitsService } from '../../limits/limits-service.ts';
 import { rateHeaders } from '../../limits/limits-service.ts';
 import { inSpan } from '../../telemetry/tracing.ts';
+import type { TurnPacer } from '../../core/turn-pacer.ts';
 import { bodyHashOf, FormFingerprint, idempotencyKeyOf, IdempotentReplay, type IdempotencyService, type IdempotentStart } from '../../limits/idempotency.ts';
 
 declare module 'fastify' {
@@ -65,9 +66,12 @@ function bodyObject(request: FastifyRequest): Record<string, unknown> | undefine
  * to fingerprint them); a replay found then is raised as IdempotentReplay and sent by the error handler.
  * Registered on the group of admitted routes (/v1, /openai/v1), after its auth.
  */
-export function registerAdmission(group: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService }): void {
+export function registerAdmission(group: FastifyInstance, deps: { limits: LimitsService; idempotency: IdempotencyService; pacer: TurnPacer }): void {
   // Before validation: an invalid call counts against the request rate too, and the body is hashed as sent.
   group.addHook('preValidation', async (request, reply) => {
+    // In a burst of arrivals, a call's setup waits for its turn (core/turn-pacer.ts).
+    const turn = deps.pacer.enter();
+    if (turn) await turn;
     const principal = request.ctx.principal;
     const route = routeOf(request);
     if (request.method === 'POST') {
