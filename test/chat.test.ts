@@ -162,6 +162,16 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
     assert.deepEqual(sent[0].body, { model: 'gpt-4.1', messages: [{ role: 'user', content: 'one two three' }], max_completion_tokens: 9, stream: false });
   });
 
+  it('sends an OpenAI upstream a conversation from a Claude model without its thinking blocks', async () => {
+    const before = fake.requests.length;
+    const thinking = [{ type: 'thinking', thinking: 'The user greets me.', signature: 'sig' }];
+    const messages = [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello.', thinking_blocks: thinking }, { role: 'user', content: 'again' }];
+    const res = await chat({ model: 'gpt-4.1', messages, stream: false });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    assert.deepEqual(fake.requests[before].body.messages, [{ role: 'user', content: 'hi' }, { role: 'assistant', content: 'Hello.' }, { role: 'user', content: 'again' }]);
+  });
+
   it('refuses wrong types and missing fields with 400 naming the field', async () => {
     const user = (content: Json) => [{ role: 'user', content }];
     const cases: [Json, string, string | null][] = [

@@ -126,11 +126,11 @@ export function jsonText(value: object): string {
   const state = (value as { [STATE]?: KeptState })[STATE];
   if (!state || state.parsed) return JSON.stringify(value);
   if (state.model === undefined) return state.data;
-  const fields = [...state.data.matchAll(MODEL_FIELD)];
-  // The model named more than once (a provider's own field): only a parse tells which is the object's.
-  if (fields.length !== 1) return JSON.stringify(parsedOf(state));
-  const [field, current] = fields[0]!;
+  MODEL_FIELD.lastIndex = 0;
+  const found = MODEL_FIELD.exec(state.data);
+  // The model named more than once (a provider's own field), or not at all: only a parse tells which is the object's.
+  if (!found || MODEL_FIELD.exec(state.data)) return JSON.stringify(parsedOf(state));
+  const [field, current] = found;
   if (current === state.model) return state.data;
-  const at = fields[0]!.index;
-  return `${state.data.slice(0, at)}"model":${JSON.stringify(state.model)}${state.data.slice(at + field.length)}`;
+  return `${state.data.slice(0, found.index)}"model":${JSON.stringify(state.model)}${state.data.slice(found.index + field.length)}`;
 }

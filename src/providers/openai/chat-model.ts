@@ -1,7 +1,7 @@
 import type { LiveModel } from '../../catalog/catalog.ts';
 import { languageCapabilityOf } from '../../catalog/capabilities.ts';
 import type { AdapterContext } from '../adapter-support.ts';
-import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams, ChatRequest, ResponsesApi } from '../spec.ts';
+import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatMessage, ChatModel, ChatParams, ChatRequest, ResponsesApi } from '../spec.ts';
 import { OpenAiResponsesApi } from './responses-api.ts';
 import { chatChunks } from './chat-stream.ts';
 import { keepable, keptJson } from '../kept-json.ts';
@@ -32,15 +32,22 @@ function withOutputTokenParameter(params: ChatParams, model: LiveModel): ChatPar
  * every stream ends with a usage chunk.
  */
 export function chatBody(request: ChatRequest, stream: boolean): string {
-  const { stream_options: streamOptions, ...params } = withOutputTokenParameter(request.params, request.model);
+  const params = withOutputTokenParameter(request.params, request.model);
+  // The parameters spread first and no rest patterns: V8 copies an object spread first in a
+  // literal in one step, and takes a slow path per property for a spread after other fields or a rest.
   return JSON.stringify({
-    model: request.model.defaultRealModelName,
-    // Thinking blocks are Anthropic's (a conversation that moved here from a Claude model): OpenAI refuses unknown fields.
-    messages: request.messages.map(({ thinking_blocks: _thinking, ...message }) => message),
     ...params,
+    model: request.model.defaultRealModelName,
+    messages: request.messages.some((m) => m.thinking_blocks !== undefined) ? request.messages.map(withoutThinking) : request.messages,
     stream,
-    ...(stream ? { stream_options: { ...streamOptions, include_usage: true } } : {}),
+    // The caller's own stream_options gives way: a stream always asks for usage, a whole answer takes none (undefined is left out).
+    stream_options: stream ? { ...params.stream_options, include_usage: true } : undefined,
   });
+}
+
+/** Thinking blocks are Anthropic's (a conversation that moved here from a Claude model): OpenAI refuses unknown fields. */
+function withoutThinking({ thinking_blocks: _thinking, ...message }: ChatMessage): ChatMessage {
+  return message;
 }
 
 /** An OpenAI-compatible chat API (OpenAI, vLLM, Ollama, DeepSeek, …) behind one base URL. */
