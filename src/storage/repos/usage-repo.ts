@@ -82,8 +82,14 @@ const insertLedgerRows = insertsInto('usage_ledger');
 
 const GROUP_COLUMNS = { day: 'day', model: 'model', user: 'user_id', token: 'token_id', provider: 'provider', team: 'team_id' } as const;
 
+/** The UTC day of the last time dayOf was asked, which the rows of a batch nearly always share. */
+let lastDay = { from: 0, to: 0, day: '' };
+
 function dayOf(at: number): string {
-  return new Date(at).toISOString().slice(0, 10);
+  if (at >= lastDay.from && at < lastDay.to) return lastDay.day;
+  const from = at - (((at % DAY_MS) + DAY_MS) % DAY_MS);
+  lastDay = { from, to: from + DAY_MS, day: new Date(at).toISOString().slice(0, 10) };
+  return lastDay.day;
 }
 
 /** The ledger row's contribution to its daily aggregate. */
