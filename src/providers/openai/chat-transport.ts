@@ -202,7 +202,7 @@ export class ChatTransport {
    * ApiErrors (a body that broke off too), except the abort of `signal`, which is rethrown as it is.
    */
   async answer(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<string> {
-    const options = { method: 'POST' as const, path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept: 'application/json' }, body };
+    const options = this.#request(body, path, extraHeaders, 'application/json');
     const answer = await this.#exchange(path, signal, () => new Promise<WholeAnswer>((resolve, reject) => {
       this.#pool.dispatch(options, new WholeAnswerHandler(this.opts.provider, signal, resolve, reject));
     }));
@@ -211,9 +211,14 @@ export class ChatTransport {
 
   /** As answer, for a streamed answer: resolves with its body, unread. */
   async stream(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<StreamBody> {
-    const options = { method: 'POST' as const, path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept: 'text/event-stream' }, body, signal };
+    const options = { ...this.#request(body, path, extraHeaders, 'text/event-stream'), signal };
     const answer = await this.#exchange(path, signal, async () => new StreamAnswer(await this.#pool.request(options)));
     return answer.body;
+  }
+
+  /** A POST of `body` to `path` with the transport's headers, `extraHeaders` and `accept`. */
+  #request(body: string, path: string, extraHeaders: Record<string, string>, accept: string): Dispatcher.DispatchOptions {
+    return { method: 'POST', path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept }, body };
   }
 
   /** Sends by `send` until an answer is 2xx, or fails for good (see the class). */
