@@ -184,28 +184,31 @@ async function eventLoopDelay(metricsUrl: string): Promise<string> {
   return `event-loop delay p99 ${delay('p99').toFixed(1)} ms, max ${delay('max').toFixed(1)} ms`;
 }
 
-async function measure(target: Target): Promise<Figures> {
-  wrk(target, 8, WARM_UP_S);
-  const steps: string[] = [];
-  let sustained = 0;
-  let sustainedAt = 0;
-  let cpu = 0;
-  let cpuCalls = 0;
-  let atOne: WrkResult | undefined;
+/**
+ * The figures of every target, a step at a time: each connection step runs on each target in turn,
+ * so the ratios compare loads seconds apart rather than minutes (this machine's own speed drifts
+ * by a fifth over minutes, the bare proxy's CPU per call with it).
+ */
+async function measure(targets: Target[]): Promise<Map<string, Figures>> {
+  for (const target of targets) wrk(target, 8, WARM_UP_S);
+  const figures = new Map<string, Figures & { cpu: number; cpuCalls: number }>(targets.map((t) => [t.name, { p50At1: 0, p99At1: 0, sustained: 0, sustainedAt: 0, steps: [], cpu: 0, cpuCalls: 0 }]));
   for (const connections of CONNECTION_STEPS) {
-    if (target.metricsUrl) await eventLoopDelay(target.metricsUrl);
-    const before = target.pid ? cpuSeconds(target.pid) : 0;
-    const result = wrk(target, connections, DURATION_S);
-    const delay = target.metricsUrl ? `, ${await eventLoopDelay(target.metricsUrl)}` : '';
-    if (target.pid && CPU_STEPS.includes(connections)) {
-      cpu += cpuSeconds(target.pid) - before;
-      cpuCalls += result.requests;
+    for (const target of targets) {
+      const f = figures.get(target.name)!;
+      if (target.metricsUrl) await eventLoopDelay(target.metricsUrl);
+      const before = target.pid ? cpuSeconds(target.pid) : 0;
+      const result = wrk(target, connections, DURATION_S);
+      const delay = target.metricsUrl ? `, ${await eventLoopDelay(target.metricsUrl)}` : '';
+      if (target.pid && CPU_STEPS.includes(connections)) {
+        f.cpu += cpuSeconds(target.pid) - before;
+        f.cpuCalls += result.requests;
+      }
+      if (connections === 1) [f.p50At1, f.p99At1] = [result.p50, result.p99];
+      if (result.p99 < P99_BOUND_MS && result.errors === 0 && result.rps > f.sustained) [f.sustained, f.sustainedAt] = [result.rps, connections];
+      f.steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}${delay}`);
     }
-    if (connections === 1) atOne = result;
-    if (result.p99 < P99_BOUND_MS && result.errors === 0 && result.rps > sustained) [sustained, sustainedAt] = [result.rps, connections];
-    steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}${delay}`);
   }
-  return { p50At1: atOne!.p50, p99At1: atOne!.p99, sustained, sustainedAt, ...(cpuCalls ? { cpuUsPerCall: (cpu / cpuCalls) * 1e6 } : {}), steps };
+  return new Map([...figures].map(([name, { cpu, cpuCalls, ...f }]) => [name, { ...f, ...(cpuCalls ? { cpuUsPerCall: (cpu / cpuCalls) * 1e6 } : {}) }]));
 }
 
 async function streamCapacity(target: Target, count: number): Promise<StreamsResult> {
@@ -240,8 +243,7 @@ async function main(): Promise<void> {
       { name: 'gengate', url: `${gengate.url}/v1/chat/completions`, authorization: `Bearer ${token}`, pid: gengate.pid, metricsUrl: `${gengate.url}/metrics` },
     ];
     const idleRss = { bare: rssMb(bare.child.pid!), gengate: rssMb(gengate.pid) };
-    const figures = new Map<string, Figures>();
-    for (const target of targets) figures.set(target.name, await measure(target));
+    const figures = await measure(targets);
     const chatPeakRss = { ...peakRss };
     const lines = [`non-streaming chat, ${DURATION_S} s per step, gateway on core ${GATEWAY_CORE}, upstream and wrk -t1 on core ${LOAD_CORE}:`];
     const direct = figures.get('direct')!;
