@@ -9,6 +9,12 @@ export function createMetricsRegistry(): Registry {
   return registry;
 }
 
+/** The bound series of one route and method: its latency, and its count by status. */
+interface RouteSeries {
+  latency: { observe(value: number): void };
+  byStatus: Map<number, { inc(by?: number): void }>;
+}
+
 /** Prometheus metrics of one server at /metrics: requests by route and status, latency histogram, and the registry's other figures. */
 export function registerMetrics(app: FastifyInstance, registry: Registry): void {
   const requests = new BoundCounter(registry, {
@@ -22,11 +28,21 @@ export function registerMetrics(app: FastifyInstance, registry: Registry): void 
     labelNames: ['method', 'route'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
   });
+  // Each route's series, bound at its first request: a request counts without building labels or a key.
+  const routes = new Map<string, Map<string, RouteSeries>>();
   app.addHook('onResponse', (request, reply, done) => {
     // Unmatched URLs share one label so scanners cannot blow up the series count.
     const route = request.routeOptions.url ?? 'unmatched';
-    requests.labels({ method: request.method, route, status: String(reply.statusCode) }).inc();
-    latency.labels({ method: request.method, route }).observe(reply.elapsedTime / 1000);
+    const method = request.method;
+    let methods = routes.get(route);
+    if (!methods) routes.set(route, (methods = new Map()));
+    let series = methods.get(method);
+    if (!series) methods.set(method, (series = { latency: latency.labels({ method, route }), byStatus: new Map() }));
+    const status = reply.statusCode;
+    let count = series.byStatus.get(status);
+    if (!count) series.byStatus.set(status, (count = requests.labels({ method, route, status: String(status) })));
+    count.inc();
+    series.latency.observe(reply.elapsedTime / 1000);
     done();
   });
   app.get('/metrics', { schema: { hide: true } }, async (_request, reply) => {
