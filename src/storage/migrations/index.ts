@@ -25,6 +25,7 @@ import * as ledgerBatchId from './0033-ledger-batch-id.ts';
 import * as mcp from './0035-mcp.ts';
 import * as teams from './0037-teams.ts';
 import * as consoleSessions from './0038-console-sessions.ts';
+import * as ledgerPartialIndexes from './0039-ledger-partial-indexes.ts';
 import * as configRecords from './0029-config-records.ts';
 import * as auditLog from './0030-audit-log.ts';
 
@@ -56,6 +57,7 @@ export const migrations: Record<string, Migration> = {
   '0035_mcp': mcp,
   '0037_teams': teams,
   '0038_console_sessions': consoleSessions,
+  '0039_ledger_partial_indexes': ledgerPartialIndexes,
   '0029_config_records': configRecords,
   '0030_audit_log': auditLog,
 };
