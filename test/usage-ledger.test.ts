@@ -1,10 +1,13 @@
 /**
  * Task lists and the usage ledger's reading side: filters, newest first, cursor pages, usage
- * grouped over whole and partial days, and retention of old rows with the daily sums kept.
+ * grouped over whole and partial days, retention of old rows with the daily sums kept, and the
+ * thread that writes the rows of calls.
  */
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import fs from 'node:fs';
 import { startTestServer, type TestServer } from './support/server.ts';
+import { WRITER_NICE_STEPS } from '../src/storage/background-writer.ts';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Json = any;
@@ -43,6 +46,18 @@ describe('task lists and the usage ledger', () => {
     assert.deepEqual(((await (await srv.fetch('/v1/tasks', { token: await srv.tokenFor('other') })).json()) as Json).data, []);
     assert.equal((await srv.fetch('/v1/tasks?limit=500', { token })).status, 400);
     assert.equal((await srv.fetch('/v1/tasks?from=yesterday', { token })).status, 400);
+  });
+
+  it('writes the rows of calls from a thread below the event loop\'s priority', { skip: process.platform !== 'linux' && 'a thread has a nice value of its own on Linux only' }, async () => {
+    // A call's row (here a refused call's) goes to the writer thread; a read of the ledger waits for it.
+    assert.equal((await srv.fetch('/v1/images/generations', { method: 'POST', token, json: { model: 'seedream-4.0' } })).status, 400);
+    assert.equal((await srv.fetch('/admin/requests?limit=1', { token: srv.adminToken })).status, 200);
+    // The nice value is the 19th field of a thread's stat, the 17th after its name.
+    const niceOf = (thread: string) => Number(fs.readFileSync(`/proc/self/task/${thread}/stat`, 'utf8').split(') ')[1]!.split(' ')[16]);
+    const eventLoop = niceOf(String(process.pid));
+    const others = fs.readdirSync('/proc/self/task').filter((thread) => thread !== String(process.pid)).map(niceOf);
+    assert.ok(eventLoop < 19, 'the test runs below the lowest priority already');
+    assert.deepEqual(others.filter((nice) => nice !== eventLoop), [Math.min(19, eventLoop + WRITER_NICE_STEPS)]);
   });
 
   it('GET /admin/tasks lists every user\'s tasks, by user on request', async () => {
