@@ -31,11 +31,13 @@ const WORKER_SOURCE = `
 const { parentPort, workerData } = require('node:worker_threads');
 // On a core it shares with the calls, a transaction of rows no caller waits on gives way to them
 // instead of holding one back for its whole length. Only on Linux, where each thread has a nice
-// value of its own (elsewhere this would lower the whole process); always a lowering, which needs
-// no privilege.
+// value of its own (elsewhere this would lower the whole process). A lowering needs no privilege;
+// where a sandbox refuses it all the same, the writer writes at the event loop's priority.
 if (process.platform === 'linux') {
   const os = require('node:os');
-  os.setPriority(Math.min(19, os.getPriority() + ${WRITER_NICE_STEPS}));
+  try {
+    os.setPriority(Math.min(19, os.getPriority() + ${WRITER_NICE_STEPS}));
+  } catch {}
 }
 const SQLite = require(workerData.driver);
 const db = new SQLite(workerData.file);
