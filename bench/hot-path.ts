@@ -3,14 +3,15 @@
 // piped) pinned to core 0 too; the upstream and the load generator (wrk -t1) pinned to core 1.
 // Non-streaming chat: the p50 and p99 each adds at one connection, the sustained rate (the highest
 // requests/s over 1 to 128 connections whose p99 stays under 20 ms without an error), CPU per call
-// (from /proc at 8 to 64 connections); streams: 256 to 4,096 concurrent streaming calls of 20 chunks
+// (from /proc at 8 to 64 connections), and per step the event loop's wait for the core and the CPU
+// of the process's other threads; streams: 256 to 4,096 concurrent streaming calls of 20 chunks
 // 100 ms apart, clean when every chunk and [DONE] arrive with no gap over 500 ms; RSS throughout.
 // Needs wrk (Debian's package `wrk`). BENCH_DURATION_S (default 5) sets each load step.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { cpuSeconds, createToken, listeningUrl, requireWrk, rssMb, startBenchServer, wrkCounts, wrkPostScript } from './support.ts';
+import { cpuSeconds, createToken, listeningUrl, requireWrk, rssMb, startBenchServer, threadTimes, wrkCounts, wrkPostScript, type ThreadTimes } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTION_STEPS = [1, 4, 8, 16, 32, 64, 128];
@@ -185,6 +186,16 @@ async function eventLoopDelay(metricsUrl: string): Promise<string> {
 }
 
 /**
+ * Per call, in µs: the event loop's CPU, its wait for the core (runnable, another thread on it) and
+ * the CPU of the process's other threads (a writer thread, V8's collector and compiler helpers,
+ * libuv's pool), which on one core is what that wait is made of.
+ */
+function threadsPerCall(before: ThreadTimes, after: ThreadTimes, calls: number): string {
+  const perCall = (ns: number) => (ns / calls / 1000).toFixed(0);
+  return `per call: event loop ${perCall(after.mainCpu - before.mainCpu)} µs on the core and ${perCall(after.mainWaiting - before.mainWaiting)} µs waiting for it, other threads ${perCall(after.othersCpu - before.othersCpu)} µs`;
+}
+
+/**
  * The figures of every target, a step at a time: each connection step runs on each target in turn,
  * so the ratios compare loads seconds apart rather than minutes (this machine's own speed drifts
  * by a fifth over minutes, the bare proxy's CPU per call with it).
@@ -197,15 +208,17 @@ async function measure(targets: Target[]): Promise<Map<string, Figures>> {
       const f = figures.get(target.name)!;
       if (target.metricsUrl) await eventLoopDelay(target.metricsUrl);
       const before = target.pid ? cpuSeconds(target.pid) : 0;
+      const threadsBefore = target.pid ? threadTimes(target.pid) : undefined;
       const result = wrk(target, connections, DURATION_S);
       const delay = target.metricsUrl ? `, ${await eventLoopDelay(target.metricsUrl)}` : '';
+      const threads = threadsBefore ? `, ${threadsPerCall(threadsBefore, threadTimes(target.pid!), result.requests)}` : '';
       if (target.pid && CPU_STEPS.includes(connections)) {
         f.cpu += cpuSeconds(target.pid) - before;
         f.cpuCalls += result.requests;
       }
       if (connections === 1) [f.p50At1, f.p99At1] = [result.p50, result.p99];
       if (result.p99 < P99_BOUND_MS && result.errors === 0 && result.rps > f.sustained) [f.sustained, f.sustainedAt] = [result.rps, connections];
-      f.steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}${delay}`);
+      f.steps.push(`${connections}: ${Math.round(result.rps)}/s p99 ${result.p99.toFixed(2)} ms${result.errors ? ` ${result.errors} errors` : ''}${delay}${threads}`);
     }
   }
   return new Map([...figures].map(([name, { cpu, cpuCalls, ...f }]) => [name, { ...f, ...(cpuCalls ? { cpuUsPerCall: (cpu / cpuCalls) * 1e6 } : {}) }]));

@@ -64,6 +64,31 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** Nanoseconds a process's threads spent, from /proc/<pid>/task/<tid>/schedstat (Linux). */
+export interface ThreadTimes {
+  /** The main thread (the event loop): on a CPU, and runnable but waiting for one. */
+  mainCpu: number;
+  mainWaiting: number;
+  /** Every other thread on a CPU (a thread that ends between two readings takes its time with it). */
+  othersCpu: number;
+}
+
+export function threadTimes(pid: number): ThreadTimes {
+  const times: ThreadTimes = { mainCpu: 0, mainWaiting: 0, othersCpu: 0 };
+  for (const tid of fs.readdirSync(`/proc/${pid}/task`)) {
+    let oncpu: number;
+    let waiting: number;
+    try {
+      [oncpu, waiting] = fs.readFileSync(`/proc/${pid}/task/${tid}/schedstat`, 'utf8').split(' ').map(Number) as [number, number];
+    } catch {
+      continue; // the thread ended meanwhile
+    }
+    if (tid === String(pid)) [times.mainCpu, times.mainWaiting] = [oncpu, waiting];
+    else times.othersCpu += oncpu;
+  }
+  return times;
+}
+
 /** Resident set size of a process in MB, from /proc. */
 export function rssMb(pid: number): number {
   const status = fs.readFileSync(`/proc/${pid}/status`, 'utf8');
