@@ -211,14 +211,14 @@ export class ChatTransport {
 
   /** As answer, for a streamed answer: resolves with its body, unread. */
   async stream(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<StreamBody> {
-    const options = { ...this.#request(body, path, extraHeaders, 'text/event-stream'), signal };
+    const options = this.#request(body, path, extraHeaders, 'text/event-stream', signal);
     const answer = await this.#exchange(path, signal, async () => new StreamAnswer(await this.#pool.request(options)));
     return answer.body;
   }
 
-  /** A POST of `body` to `path` with the transport's headers, `extraHeaders` and `accept`. */
-  #request(body: string, path: string, extraHeaders: Record<string, string>, accept: string): Dispatcher.DispatchOptions {
-    return { method: 'POST', path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept }, body };
+  /** A POST of `body` to `path` with the transport's headers, `extraHeaders` and `accept`; `signal` for a request read as a stream (a whole answer's handler listens to it itself). */
+  #request(body: string, path: string, extraHeaders: Record<string, string>, accept: string, signal?: AbortSignal): Dispatcher.RequestOptions {
+    return { method: 'POST', path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept }, body, signal };
   }
 
   /** Sends by `send` until an answer is 2xx, or fails for good (see the class). */
