@@ -67,6 +67,12 @@ function describe(err: Error): string {
   return cause && cause !== err.message ? `${err.message} (${cause})` : err.message;
 }
 
+/** An answer's Retry-After header, when it sent one. */
+function retryAfterOf(headers: IncomingHttpHeaders): string | undefined {
+  const header = headers['retry-after'];
+  return typeof header === 'string' ? header : undefined;
+}
+
 /** What every try's answer tells the retry loop: its status, its Retry-After, and its body's text when it failed. */
 interface Answered {
   readonly statusCode: number;
@@ -82,8 +88,7 @@ class StreamAnswer implements Answered {
 
   constructor(res: Dispatcher.ResponseData) {
     this.statusCode = res.statusCode;
-    const header = res.headers['retry-after'];
-    this.retryAfter = typeof header === 'string' ? header : undefined;
+    this.retryAfter = retryAfterOf(res.headers);
     this.body = res.body;
   }
 
@@ -144,8 +149,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.#statusCode = statusCode;
-    const retryAfter = headers['retry-after'];
-    this.#retryAfter = typeof retryAfter === 'string' ? retryAfter : undefined;
+    this.#retryAfter = retryAfterOf(headers);
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
