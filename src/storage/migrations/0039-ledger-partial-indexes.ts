@@ -10,15 +10,18 @@ const INDEXES = { batch_id: 'usage_ledger_batch', team_id: 'usage_ledger_team' }
  * which SQLite and PostgreSQL both take as meeting the partial index's condition.
  */
 export async function up(db: Kysely<any>): Promise<void> {
-  for (const [column, name] of Object.entries(INDEXES)) {
-    await db.schema.dropIndex(name).execute();
-    await db.schema.createIndex(name).on('usage_ledger').columns([column, 'created_at', 'id']).where(sql.ref(column), 'is not', null).execute();
-  }
+  await recreate(db, true);
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await recreate(db, false);
+}
+
+/** Makes each index again, of its column's non-null rows only when `partial`. */
+async function recreate(db: Kysely<any>, partial: boolean): Promise<void> {
   for (const [column, name] of Object.entries(INDEXES)) {
     await db.schema.dropIndex(name).execute();
-    await db.schema.createIndex(name).on('usage_ledger').columns([column, 'created_at', 'id']).execute();
+    const index = db.schema.createIndex(name).on('usage_ledger').columns([column, 'created_at', 'id']);
+    await (partial ? index.where(sql.ref(column), 'is not', null) : index).execute();
   }
 }
