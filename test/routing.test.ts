@@ -166,6 +166,11 @@ describe('chat routing over channels', () => {
     assert.ok(!events.includes('[DONE]'), 'a broken stream does not end with [DONE]');
     assert.ok(JSON.parse(events[events.length - 1]!).error, `the last event is an error: ${events[events.length - 1]}`);
     assert.equal(b.requests.length, 1, 'nothing is sent elsewhere once a chunk went out');
+    // The failure after the first chunk counts against the channel, and the stream's hold on it is let go.
+    const main = await channel(server!, 'main');
+    assert.equal(main.consecutive_failures, 1, "the stream's start counted as a success, its break as a failure");
+    assert.equal(main.in_flight, 0);
+    assert.equal((await channel(server!, 'backup')).in_flight, 0);
   });
 
   it('cools a channel down after failures in a row, doubles the cool-down on a failed probe, closes on a good one', async () => {

@@ -114,16 +114,70 @@ class RoutedChatModel implements ChatModel {
     return { first, rest, channel: target.channel, release: target.hold() };
   }
 
-  private async *relay<T>(stream: StartedStream<T>, signal: AbortSignal): AsyncGenerator<T> {
-    try {
-      for (let next = stream.first; !next.done; next = await stream.rest.next()) yield next.value;
-    } catch (err) {
+  private relay<T>(stream: StartedStream<T>, signal: AbortSignal): AsyncIterableIterator<T> {
+    return new RelayedStream(stream, (err) => {
       if (!signal.aborted) this.router.noteLateFailure(stream.channel, err);
-      throw err;
-    } finally {
-      stream.release();
-      await stream.rest.return?.();
+    });
+  }
+}
+
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
+/**
+ * The rest of a started stream as its caller reads it: the first item, then the channel's own;
+ * the channel's hold is released once it ends, fails or is stopped, and a failure is noted
+ * before it is passed on. Written out rather than as an async generator, which would cost each
+ * chunk another async step and its objects. Read by one reader at a time, as a for-await reads.
+ */
+class RelayedStream<T> implements AsyncIterableIterator<T> {
+  private first: IteratorResult<T> | undefined;
+  private ended = false;
+  private readonly stream: StartedStream<T>;
+  private readonly failed: (err: unknown) => void;
+
+  constructor(stream: StartedStream<T>, failed: (err: unknown) => void) {
+    this.stream = stream;
+    this.first = stream.first;
+    this.failed = failed;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<T>> {
+    const first = this.first;
+    if (first) {
+      this.first = undefined;
+      return Promise.resolve(this.passed(first));
     }
+    if (this.ended) return Promise.resolve(DONE);
+    return this.stream.rest.next().then(this.passed, this.broke);
+  }
+
+  async return(): Promise<IteratorResult<T>> {
+    if (!this.ended) {
+      this.end();
+      await this.stream.rest.return?.();
+    }
+    return DONE;
+  }
+
+  private readonly passed = (next: IteratorResult<T>): IteratorResult<T> => {
+    if (next.done) this.end();
+    return next;
+  };
+
+  private readonly broke = (err: unknown): never => {
+    this.failed(err);
+    this.end();
+    throw err;
+  };
+
+  private end(): void {
+    this.ended = true;
+    this.first = undefined;
+    this.stream.release();
   }
 }
 
