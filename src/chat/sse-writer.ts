@@ -35,18 +35,19 @@ export class SseWriter {
   }
 
   /**
-   * Queues `data: <data>` (after `id: <id>` and `event: <event>` when given) for this turn's write; resolves at
-   * once unless the socket cannot take more, then when it can.
+   * Queues `data: <data>` (after `id: <id>` and `event: <event>` when given) for this turn's write.
+   * Answers undefined while the socket takes more (no promise for each event), else a promise
+   * that settles when it can take more or the client went away.
    */
-  async send(data: string, event?: string, id?: number): Promise<void> {
+  send(data: string, event?: string, id?: number): Promise<void> | undefined {
     this.pending += `${id === undefined ? '' : `id: ${id}\n`}${event === undefined ? '' : `event: ${event}\n`}data: ${data}\n\n`;
     if (this.pending.length >= MAX_PENDING_CHARS) this.flush();
     else if (!this.flushScheduled) {
       this.flushScheduled = true;
       setImmediate(this.flush);
     }
-    if (!this.full || this.res.destroyed) return;
-    await new Promise<void>((resolve) => {
+    if (!this.full || this.res.destroyed) return undefined;
+    return new Promise<void>((resolve) => {
       const done = () => {
         this.res.off('drain', done);
         this.res.off('close', done);

@@ -7,8 +7,8 @@ import { PROGRESS_EVENT_SPACING_MS, type TaskService } from './task-service.ts';
 
 /** Where a stream's events go: a server-sent-events response (http/routes/tasks.ts). */
 export interface TaskEventSink {
-  /** Sends one event; resolves when the connection can take more. */
-  send(event: { id: number; event: string; data: string }): Promise<void>;
+  /** Sends one event; undefined while the connection takes more, else a promise that resolves when it can. */
+  send(event: { id: number; event: string; data: string }): Promise<void> | undefined;
   /** Sends a comment line, which keeps idle connections open through proxies. */
   comment(text: string): void;
   end(): void;

@@ -160,7 +160,8 @@ export const chatCompletionsRoute = (services: AppServices, route: ChatCompletio
       for (; !next.done; next = await chunks.next()) {
         const usage = next.value.usage;
         if (usage) request.ctx.recordUsage(usage);
-        await sse.send(jsonText(next.value));
+        const full = sse.send(jsonText(next.value));
+        if (full) await full;
       }
       sse.end('[DONE]');
     } catch (err) {
