@@ -381,13 +381,16 @@ describe('chat completions through an OpenAI-compatible upstream', () => {
 
   it('always ends a stream with a usage chunk, estimated when the upstream sends none', async () => {
     fake.script({ kind: 'no_usage' });
-    const { chunks, done } = await stream(await chat({ model: 'gpt-4.1', messages: [{ role: 'user', content: 'count these words please' }] }));
+    // Escaped in the upstream's JSON (quotes, a line break, a backslash) and beyond ASCII: counted as the decoded text.
+    const question = 'count "these" words\nplease \\ café 😀 \u0001';
+    const { chunks, done } = await stream(await chat({ model: 'gpt-4.1', messages: [{ role: 'user', content: question }] }));
     assert.ok(done);
     const last = chunks[chunks.length - 1];
     assert.deepEqual(last.choices, []);
     assert.equal(last.model, 'gpt-4.1');
     // Four characters to a token, of the prompt's text and of the streamed answer's.
-    assert.equal(last.usage.prompt_tokens, Math.ceil('count these words please'.length / 4));
+    assert.equal(last.usage.prompt_tokens, Math.ceil(question.length / 4));
+    assert.ok(contentOf(chunks).includes(question), 'the answer repeats the question');
     assert.equal(last.usage.completion_tokens, Math.ceil(contentOf(chunks).length / 4));
     assert.ok(last.usage.completion_tokens > 0);
     assert.equal(last.usage.total_tokens, last.usage.prompt_tokens + last.usage.completion_tokens);

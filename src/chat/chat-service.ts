@@ -8,6 +8,7 @@ import type { ConversationsRepo } from '../storage/repos/conversations-repo.ts';
 import type { ChatCompletionInput, ChatInputMessage } from '../core/chat-input.ts';
 import { adaptMessages, mediaSupportOf, normaliseMessages } from './content-parts.ts';
 import { StreamedReply } from './streamed-reply.ts';
+import { keptCompletionChars } from '../providers/kept-json.ts';
 import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '../telemetry/tracing.ts';
 import type { Span } from '@opentelemetry/api';
 
@@ -82,14 +83,14 @@ function estimatedUsage(request: ChatRequest, completionChars: number): ChatUsag
   return { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
 }
 
-/** Characters of text and tool calls in streamed chunks. */
-function completionCharsOf(chunks: ChatChunk[]): number {
+/** Characters of text and tool calls in a streamed chunk; a chunk kept as its text is counted in its text, not parsed. */
+function completionCharsOf(chunk: ChatChunk): number {
+  const kept = keptCompletionChars(chunk);
+  if (kept !== undefined) return kept;
   let chars = 0;
-  for (const chunk of chunks) {
-    for (const choice of chunk.choices) {
-      chars += choice.delta.content?.length ?? 0;
-      for (const call of choice.delta.tool_calls ?? []) chars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
-    }
+  for (const choice of chunk.choices) {
+    chars += choice.delta.content?.length ?? 0;
+    for (const call of choice.delta.tool_calls ?? []) chars += (call.function?.name?.length ?? 0) + (call.function?.arguments?.length ?? 0);
   }
   return chars;
 }
@@ -253,21 +254,21 @@ export class ChatService {
     const alias = request.model.alias;
     const reply = turn ? new StreamedReply() : undefined;
     let usage: ChatUsage | undefined;
-    // Until the model sends its usage, the chunks it may have to be estimated from (read only then:
-    // a chunk kept as the upstream's frame is not parsed on the way through).
-    const unmetered: ChatChunk[] = [];
+    // Until the model sends its usage, the characters it may have to be estimated from, counted
+    // as the chunks pass (keeping the chunks instead held each stream's whole answer to its end).
+    let completionChars = 0;
     let last: ChatChunk | undefined;
     try {
       for await (const chunk of chunks) {
         chunk.model = alias;
         if (chunk.usage) usage = chunk.usage;
-        else if (!usage) unmetered.push(chunk);
+        else if (!usage) completionChars += completionCharsOf(chunk);
         reply?.add(chunk);
         last = chunk;
         yield chunk;
       }
       if (!usage) {
-        usage = estimatedUsage(request, completionCharsOf(unmetered));
+        usage = estimatedUsage(request, completionChars);
         yield {
           id: last?.id ?? 'chatcmpl-usage',
           object: 'chat.completion.chunk',

@@ -42,17 +42,28 @@ function objectEnd(data: string, start: number): number {
   return -1;
 }
 
-/** Where the value of the key `"usage"` found at or after `from` starts, and where to look for the next one; undefined when there is none. */
-function nextUsageKey(data: string, from: number): { value: number; next: number } | undefined {
-  for (let at = data.indexOf('"usage"', from); at >= 0; at = data.indexOf('"usage"', at + 7)) {
-    let i = at + 7;
+/** Where the value of the key `key` (quoted) found at or after `from` starts, and where to look for the next one; undefined when there is none. */
+function nextKey(data: string, key: string, from: number): { value: number; next: number } | undefined {
+  for (let at = data.indexOf(key, from); at >= 0; at = data.indexOf(key, at + key.length)) {
+    let i = at + key.length;
     while (isSpace(data.charCodeAt(i))) i++;
     // A key: inside a JSON string its quotes would be escaped, and a string value is not followed by a colon.
     if (data.charCodeAt(i) !== 58) continue;
     for (i++; isSpace(data.charCodeAt(i)); i++);
-    return { value: i, next: at + 7 };
+    return { value: i, next: at + key.length };
   }
   return undefined;
+}
+
+/** The length of the JSON string whose opening quote is at `quote`, as JSON.parse would give it (an escape is one character). */
+function stringLength(data: string, quote: number): number {
+  let length = 0;
+  for (let i = quote + 1; i < data.length; i++, length++) {
+    const c = data.charCodeAt(i);
+    if (c === 34) break;
+    if (c === 92) i += data.charCodeAt(i + 1) === 117 ? 5 : 1;
+  }
+  return length;
 }
 
 function isSpace(c: number): boolean {
@@ -64,9 +75,9 @@ function isSpace(c: number): boolean {
  * usage key's object (parsed alone); undefined when only a whole parse can tell (several usage keys).
  */
 function usageOfText(data: string): { read: unknown } | undefined {
-  const key = nextUsageKey(data, 0);
+  const key = nextKey(data, '"usage"', 0);
   if (!key) return { read: undefined };
-  if (nextUsageKey(data, key.next)) return undefined;
+  if (nextKey(data, '"usage"', key.next)) return undefined;
   if (data.startsWith('null', key.value)) return { read: null };
   if (data.charCodeAt(key.value) !== 123) return undefined;
   const end = objectEnd(data, key.value);
@@ -114,6 +125,26 @@ const keptHandler: ProxyHandler<KeptState> = {
  */
 export function keepable(data: string): boolean {
   return data.charCodeAt(0) === 123 && data.charCodeAt(data.length - 1) === 125 && data.includes('"choices"') && !data.includes('"error"');
+}
+
+/** The keys of a chat chunk's answer text: a delta's content and a tool call's name and arguments. */
+const COMPLETION_KEYS = ['"content"', '"name"', '"arguments"'];
+
+/**
+ * The characters of a kept chat chunk's answer text (the string values of its content, name and
+ * arguments keys) read from its text, so counting them parses nothing; undefined for a value
+ * that is not kept or was parsed.
+ */
+export function keptCompletionChars(value: object): number | undefined {
+  const state = (value as { [STATE]?: KeptState })[STATE];
+  if (!state || state.parsed) return undefined;
+  let chars = 0;
+  for (const name of COMPLETION_KEYS) {
+    for (let key = nextKey(state.data, name, 0); key; key = nextKey(state.data, name, key.next)) {
+      if (state.data.charCodeAt(key.value) === 34) chars += stringLength(state.data, key.value);
+    }
+  }
+  return chars;
 }
 
 /** The text as the object it holds, parsed only when its content is read (model and usage excepted). */
