@@ -127,6 +127,12 @@ export function keepable(data: string): boolean {
   return data.charCodeAt(0) === 123 && data.charCodeAt(data.length - 1) === 125 && data.includes('"choices"') && !data.includes('"error"');
 }
 
+/** The state of a kept value whose text nothing has parsed yet; undefined for any other value. */
+function unparsedState(value: object): KeptState | undefined {
+  const state = (value as { [STATE]?: KeptState })[STATE];
+  return state && !state.parsed ? state : undefined;
+}
+
 /** The keys of a chat chunk's answer text: a delta's content and a tool call's name and arguments. */
 const COMPLETION_KEYS = ['"content"', '"name"', '"arguments"'];
 
@@ -136,8 +142,8 @@ const COMPLETION_KEYS = ['"content"', '"name"', '"arguments"'];
  * that is not kept or was parsed.
  */
 export function keptCompletionChars(value: object): number | undefined {
-  const state = (value as { [STATE]?: KeptState })[STATE];
-  if (!state || state.parsed) return undefined;
+  const state = unparsedState(value);
+  if (!state) return undefined;
   let chars = 0;
   for (const name of COMPLETION_KEYS) {
     for (let key = nextKey(state.data, name, 0); key; key = nextKey(state.data, name, key.next)) {
@@ -154,8 +160,8 @@ export function keptJson<T extends object>(data: string): T {
 
 /** The JSON text of `value`: the kept text as it came when nothing changed but its model name, else its JSON. */
 export function jsonText(value: object): string {
-  const state = (value as { [STATE]?: KeptState })[STATE];
-  if (!state || state.parsed) return JSON.stringify(value);
+  const state = unparsedState(value);
+  if (!state) return JSON.stringify(value);
   if (state.model === undefined) return state.data;
   MODEL_FIELD.lastIndex = 0;
   const found = MODEL_FIELD.exec(state.data);
