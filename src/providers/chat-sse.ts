@@ -36,11 +36,9 @@ class SseEvents {
     return events;
   }
 
-  /** The data of an event the stream ended in without its blank line. */
+  /** The data of an event the stream ended in without its blank line: its last line read as if ended, then the event. */
   end(): string | undefined {
-    const { buffer } = this;
-    if (buffer.startsWith('data:')) this.data = (this.data === undefined ? '' : `${this.data}\n`) + buffer.slice(buffer.charCodeAt(5) === 32 ? 6 : 5);
-    return this.data;
+    return this.push('\n\n')[0];
   }
 }
 
