@@ -402,7 +402,7 @@ describe('realtime gateway: task pushes and commands', () => {
     assert.deepEqual(await (await srv.fetch(`/v1/ai/result/${taskId}`, { token: alice })).json(), last.data);
 
     // An update older than one already pushed (as a late delivery between instances would be) is dropped.
-    await srv.server.services.bus.publish('task.status', { taskId, ownerId: 'alice', clientId: null, status: 'process', version: 2, record: pushes[2].data });
+    await srv.server.services.bus.publish('task.status', { taskId, ownerId: 'alice', clientId: null, status: 'process', version: 2, record: pushes[2].data, events: [] });
     await client.roundTrip();
     assert.deepEqual(client.pending().filter(isStatusOf(taskId)), []);
     client.close();

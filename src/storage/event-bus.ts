@@ -11,6 +11,8 @@ export interface TaskStatusEvent {
   /** The task version the record shows; a consumer may drop an event older than one it has seen. */
   version: number;
   record: TaskStatusRecord;
+  /** The stream events written with this change, in the same message: a change is one publish. */
+  events: TaskStreamEvent[];
 }
 
 /** One event of a task's event stream (GET /v1/tasks/:taskId/events), as task_events stores it. */
@@ -26,7 +28,7 @@ export interface TaskStreamEvent {
 /** Messages the instances of a deployment exchange. */
 export interface BusTopics {
   'task.status': TaskStatusEvent;
-  /** Events of a task's stream, published after they were persisted. */
+  /** Events of a task's stream written without a change of the task (paced progress), published after they were persisted. */
   'task.events': { taskId: string; events: TaskStreamEvent[] };
   /** Whoever runs the task stops it (the record is already cancelled). */
   'task.cancel': { taskId: string };

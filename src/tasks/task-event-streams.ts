@@ -58,11 +58,19 @@ export class TaskEventStreams {
     const incoming: TaskStreamEvent[] = [];
     // Wakes the stream while it waits: an event came in, or the stream is to stop.
     let wake = (): void => undefined;
-    const unsubscribe = this.bus.subscribe('task.events', (message) => {
-      if (message.taskId !== taskId) return;
+    // A change of the task brings its events on task.status; paced progress comes on task.events.
+    // An instance of an earlier version sends a change's events on task.events alone (rolling upgrade).
+    const take = (message: { taskId: string; events?: TaskStreamEvent[] }) => {
+      if (message.taskId !== taskId || !message.events?.length) return;
       incoming.push(...message.events);
       wake();
-    });
+    };
+    const unsubscribeChanges = this.bus.subscribe('task.status', take);
+    const unsubscribeEvents = this.bus.subscribe('task.events', take);
+    const unsubscribe = () => {
+      unsubscribeChanges();
+      unsubscribeEvents();
+    };
     let stopped = false;
     const stop = () => {
       stopped = true;

@@ -263,7 +263,13 @@ export class TaskService {
 
   private async append(taskId: string, event: NewTaskEvent): Promise<void> {
     const written = await this.repo.appendEvents(taskId, [event], this.now());
-    await this.publishEvents(taskId, written);
+    if (written.length === 0) return;
+    try {
+      await this.bus.publish('task.events', { taskId, events: written.map(streamEventOf) });
+    } catch (err) {
+      // Stored: the streams read what they missed from the table (task-event-streams.ts).
+      this.opts.logger.error({ err, taskId }, 'publishing task stream events failed');
+    }
   }
 
   /**
@@ -455,27 +461,17 @@ export class TaskService {
   }
 
   /**
-   * Publishes a stored version of the task and the stream events written with it; `record` is
+   * Publishes a stored version of the task with the stream events written with it; `record` is
    * its status record, built once for the outbox and the event.
    */
   private async announce(row: TaskRow, record: TaskStatusRecord, events: readonly TaskEventRow[]): Promise<void> {
     this.opts.observe?.(row);
-    const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record };
-    const published = this.bus.publish('task.status', event).catch((err: unknown) => {
-      // The change is stored; readers, waiters' re-reads and callbacks still see it.
-      this.opts.logger.error({ err, taskId: row.id }, 'publishing a task event failed');
-    });
-    // Side by side: a stalled bus costs one publish timeout, not two.
-    await Promise.all([published, this.publishEvents(row.id, events)]);
-  }
-
-  private async publishEvents(taskId: string, events: readonly TaskEventRow[]): Promise<void> {
-    if (events.length === 0) return;
+    const event: TaskStatusEvent = { taskId: row.id, ownerId: row.owner_id, clientId: row.client_id, status: row.status, version: row.version, record, events: events.map(streamEventOf) };
     try {
-      await this.bus.publish('task.events', { taskId, events: events.map(streamEventOf) });
+      await this.bus.publish('task.status', event);
     } catch (err) {
-      // Stored: the streams read what they missed from the table (task-event-streams.ts).
-      this.opts.logger.error({ err, taskId }, 'publishing task stream events failed');
+      // The change is stored: readers, waiters' re-reads, callbacks and the event streams (from the table) still see it.
+      this.opts.logger.error({ err, taskId: row.id }, 'publishing a task event failed');
     }
   }
 
