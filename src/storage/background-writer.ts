@@ -100,20 +100,20 @@ function setSemiSpaceMb(max: number, min: number): void {
  */
 export function startWithSmallYoungGeneration(source: string, workerData: unknown): Worker {
   const own = { max: semiSpaceFlagMb('max'), min: semiSpaceFlagMb('min') };
-  setSemiSpaceMb(WRITER_SEMI_SPACE_MB, WRITER_SEMI_SPACE_MB);
-  let thread: Worker;
-  try {
-    thread = new Worker(source, { eval: true, workerData });
-  } catch (err) {
-    setSemiSpaceMb(own.max, own.min);
-    throw err;
-  }
   let restored = false;
   const restore = () => {
     if (restored) return;
     restored = true;
     setSemiSpaceMb(own.max, own.min);
   };
+  setSemiSpaceMb(WRITER_SEMI_SPACE_MB, WRITER_SEMI_SPACE_MB);
+  let thread: Worker;
+  try {
+    thread = new Worker(source, { eval: true, workerData });
+  } catch (err) {
+    restore();
+    throw err;
+  }
   // 'online' once its isolate runs; 'error' or 'exit' when it never got there.
   thread.once('online', restore).once('error', restore).once('exit', restore);
   return thread;
