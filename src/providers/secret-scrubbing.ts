@@ -5,13 +5,23 @@
  */
 import { scrubSecrets } from '../config/secret-box.ts';
 
+/**
+ * Sets an error's text field to its scrubbed text, when that differs, as an own property: some
+ * errors have only a getter for it (a DOMException's message, as an aborted request rejects with),
+ * and assigning would throw a TypeError in place of the error.
+ */
+function scrubField(error: Error, field: 'message' | 'stack' | 'originalMessage', secrets: readonly string[]): void {
+  const text = (error as unknown as Record<string, unknown>)[field];
+  if (typeof text !== 'string') return;
+  const scrubbed = scrubSecrets(text, secrets);
+  if (scrubbed === text) return;
+  // An own field keeps its attributes (an adapter error's originalMessage is enumerable, and logged).
+  Reflect.defineProperty(error, field, Object.hasOwn(error, field) ? { value: scrubbed } : { value: scrubbed, writable: true, configurable: true, enumerable: false });
+}
+
 function scrubError(error: unknown, secrets: readonly string[]): unknown {
   if (error instanceof Error) {
-    error.message = scrubSecrets(error.message, secrets);
-    const withOriginal = error as Error & { originalMessage?: string };
-    // originalMessage is readonly on the adapters' error classes; it is a plain field underneath.
-    if (typeof withOriginal.originalMessage === 'string') Object.defineProperty(error, 'originalMessage', { value: scrubSecrets(withOriginal.originalMessage, secrets) });
-    if (typeof error.stack === 'string') error.stack = scrubSecrets(error.stack, secrets);
+    for (const field of ['message', 'originalMessage', 'stack'] as const) scrubField(error, field, secrets);
   }
   return error;
 }
