@@ -919,6 +919,17 @@ function assetSuite(title: string, envOf: () => Promise<{ env: Record<string, st
       assert.deepEqual(Buffer.from(await res.arrayBuffer()), bytes);
       assertAssetError(await get(stranger, `/api/assets/${record.id}`), 404, 'ASSET_NOT_FOUND');
       assert.equal((await list(stranger, 'include_tags=output')).total, 0);
+
+      // The same bytes under the same name again (another task's output): a numbered name, one content.
+      const again = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_def456', fileName: 'result.png', mimeType: 'image/png', source: bytes });
+      assert.equal(again.name, 'result (1).png');
+      assert.equal(again.asset_hash, record.asset_hash);
+      const fresh = Buffer.concat([PNG, unique('output')]);
+      const other = await srv.server.services.assets.outputs.registerOutput({ userId, jobId: 'task_ghi789', fileName: 'result.png', mimeType: 'image/png', source: fresh });
+      assert.equal(other.name, 'result (2).png');
+      assert.equal((await srv.fetch(`/api/assets/hash/${other.asset_hash}`, { method: 'HEAD', token })).status, 200);
+      assert.deepEqual(Buffer.from(await (await srv.fetch(`/api/assets/${other.id}/content`, { token })).arrayBuffer()), fresh);
+      assert.equal((await list(token, 'include_tags=output')).total, 3);
     });
 
     // ---- owners -----------------------------------------------------------------------------------------

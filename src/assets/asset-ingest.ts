@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Readable } from 'node:stream';
+import type { AssetContentRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
 import { contentKey, createHashTap } from './asset-hash.ts';
 
@@ -65,11 +66,20 @@ export class AssetIngest {
     return (await this.ctx.blobs.size(key)) !== undefined;
   }
 
-  /** The content row of stored bytes. */
+  /** Records stored bytes: their content row, and their records whole again. */
   async record(content: { hash: string; size: number }, stored: boolean): Promise<void> {
-    // The bytes are back: records that were marked missing are whole again.
+    await this.markPresent(content, stored);
+    await this.ctx.repo.upsertContent(this.contentRow(content));
+  }
+
+  /** The bytes are back (`stored`, new to the store): records that were marked missing are whole again. */
+  async markPresent(content: { hash: string }, stored: boolean): Promise<void> {
     if (stored) await this.ctx.repo.setMissing([content.hash], false, this.ctx.now());
-    await this.ctx.repo.upsertContent({ hash: content.hash, size: content.size, blob_key: contentKey(content.hash), created_at: this.ctx.now() });
+  }
+
+  /** The content row of stored bytes. */
+  contentRow(content: { hash: string; size: number }): AssetContentRow {
+    return { hash: content.hash, size: content.size, blob_key: contentKey(content.hash), created_at: this.ctx.now() };
   }
 
   /**

@@ -141,8 +141,10 @@ export class AssetOutputs {
     const fileName = safeFileName(spec.fileName, 'fileName');
     const subfolder = normalizeSubfolder(spec.subfolder);
     const ctx = { ...this.ctx, repo };
-    await new AssetIngest(ctx).record(content, content.stored);
+    const ingest = new AssetIngest(ctx);
+    await ingest.markPresent(content, content.stored);
     const { row } = await new AssetRecords(ctx).createAtFreeLocation(spec.userId, {
+      content: ingest.contentRow(content),
       hash: content.hash,
       size: content.size,
       fileName,

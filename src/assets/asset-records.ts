@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ApiError } from '../core/errors.ts';
 import type { AssetFilter, AssetSort } from '../storage/repos/assets-repo.ts';
-import type { AssetRefRow } from '../storage/schema.ts';
+import type { AssetContentRow, AssetRefRow } from '../storage/schema.ts';
 import type { AssetContext } from './asset-context.ts';
 import { mergeMetadata, projectMetadata, type JsonObject } from './asset-metadata.ts';
 import { MAX_RENAMES, nameParts, numberedName, numberOf } from './asset-names.ts';
@@ -46,6 +46,8 @@ export interface NewRecord {
   systemMetadata: JsonObject;
   jobId?: string;
   previewId?: string | null;
+  /** The content row of `hash`, when the caller has not recorded it: written with the record's insert. */
+  content?: AssetContentRow;
 }
 
 export function assetNotFound(id: string): ApiError {
@@ -167,7 +169,7 @@ export class AssetRecords {
       deleted_at: null,
     };
     const tags = r.tags.map((tag) => ({ tag, origin: 'manual' as const, added_at: now }));
-    return (await this.ctx.repo.insertRef(row, tags, projectMetadata(row.id, mergeMetadata(r.systemMetadata, r.userMetadata)))) ? row : undefined;
+    return (await this.ctx.repo.insertRef(row, tags, projectMetadata(row.id, mergeMetadata(r.systemMetadata, r.userMetadata)), r.content)) ? row : undefined;
   }
 
   /** The highest n of the owner's `fileName (n).ext` records in the folder, 0 when none: one query, however many there are. */
@@ -194,10 +196,13 @@ export class AssetRecords {
   ): Promise<{ row: AssetRefRow; created: boolean }> {
     const subfolder = r.subfolder ?? '';
     let n = 0;
+    // The first insert records the content row, whether or not it finds the location free.
+    let content = r.content;
     for (let attempt = 0; attempt < MAX_RENAMES; attempt++) {
       const fileName = n === 0 ? r.fileName : numberedName(r.fileName, n);
       // The insert finds a taken location itself (it inserts nothing): no lookup first.
-      const row = await this.create(ownerId, { ...r, name: r.name ?? fileName, fileName });
+      const row = await this.create(ownerId, { ...r, name: r.name ?? fileName, fileName, content });
+      content = undefined;
       if (row) return { row, created: true };
       // The location is taken, possibly by a concurrent request creating this very record.
       const other = await stop?.();

@@ -1,4 +1,4 @@
-import { sql, type Expression, type ExpressionBuilder, type SqlBool, type Transaction } from 'kysely';
+import { sql, type Expression, type ExpressionBuilder, type QueryCreator, type SqlBool, type Transaction } from 'kysely';
 import type { DbHandle } from '../db-handle.ts';
 import { insertsInto } from './inserts-into.ts';
 import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow, Database } from '../schema.ts';
@@ -152,11 +152,18 @@ export class AssetsRepo {
 
   /**
    * Inserts a record with its tags and metadata rows in one transaction. Answers false (and
-   * writes nothing) when another live record of the owner already holds its location.
+   * writes no record) when another live record of the owner already holds its location. With
+   * `content`, the content row the record refers to is recorded too (once per hash, as
+   * upsertContent), taken or not: on PostgreSQL in the record's own statement, a round trip less
+   * for each task's output.
    */
-  async insertRef(row: AssetRefRow, tags: readonly Omit<AssetTagRow, 'ref_id'>[], meta: readonly AssetMetaRow[]): Promise<boolean> {
+  async insertRef(row: AssetRefRow, tags: readonly Omit<AssetTagRow, 'ref_id'>[], meta: readonly AssetMetaRow[], content?: AssetContentRow): Promise<boolean> {
     return this.atomically(async (trx) => {
-      const inserted = await trx.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
+      const withContent = content && this.db.dialect === 'postgres';
+      if (content && !withContent) await this.in({ kysely: trx, dialect: this.db.dialect }).upsertContent(content);
+      // A statement's foreign keys are checked at its end, once the content row of its WITH is in.
+      const refs: Pick<QueryCreator<Database>, 'insertInto'> = withContent ? trx.with('content', (db) => db.insertInto('asset_contents').values(content).onConflict((oc) => oc.column('hash').doNothing())) : trx;
+      const inserted = await refs.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
       if (!inserted) return false;
       const tagRows = tags.map((t) => ({ ...t, ref_id: row.id }));
       // In a batched transaction (a task's end) they wait for its end, to go in one insert with the other works' rows.
