@@ -1,5 +1,6 @@
 import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../db.ts';
+import { anyCandidate } from './claim-candidates.ts';
 import type { CallbackAttemptRow, CallbackDeliveryRow, Database } from '../schema.ts';
 
 /** What became of one try at a delivery, written together with the attempt itself. */
@@ -55,6 +56,7 @@ export class CallbacksRepo {
       .limit(limit);
     // PostgreSQL: dispatchers of other instances skip the rows being claimed instead of waiting on them.
     if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+    else if (!(await anyCandidate(candidates))) return [];
     return k
       .updateTable('callback_deliveries')
       .set({ lease_until: leaseUntil })

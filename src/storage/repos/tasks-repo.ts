@@ -2,6 +2,7 @@ import { sql, type SelectQueryBuilder, type Transaction } from 'kysely';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
 import { TransactionBatcher, type TransactionTail } from '../transaction-batcher.ts';
+import { anyCandidate } from './claim-candidates.ts';
 import { insertsInto } from './inserts-into.ts';
 import type { CallbackDeliveryRow, Database, TaskEventRow, TaskRow } from '../schema.ts';
 import { isTerminal } from '../../core/task-state.ts';
@@ -188,6 +189,7 @@ export class TasksRepo {
     let candidates = filter(k.selectFrom('tasks').select('id')).orderBy('created_at').orderBy('id').limit(limit);
     // PostgreSQL: concurrent claimers skip each other's rows instead of queueing on them.
     if (this.db.dialect === 'postgres') candidates = candidates.forUpdate().skipLocked();
+    else if (!(await anyCandidate(candidates))) return [];
     return k
       .updateTable('tasks')
       .set({ lease_owner: owner, lease_until: leaseUntil, attempts: sql<number>`attempts + 1` })
