@@ -8,22 +8,27 @@ import { scrubSecrets } from '../config/secret-box.ts';
 /**
  * Sets an error's text field to its scrubbed text, when that differs, as an own property: some
  * errors have only a getter for it (a DOMException's message, as an aborted request rejects with),
- * and assigning would throw a TypeError in place of the error.
+ * and assigning would throw a TypeError in place of the error. False when the error refuses it
+ * (frozen).
  */
-function scrubField(error: Error, field: 'message' | 'stack' | 'originalMessage', secrets: readonly string[]): void {
+function scrubField(error: Error, field: 'message' | 'stack' | 'originalMessage', secrets: readonly string[]): boolean {
   const text = (error as unknown as Record<string, unknown>)[field];
-  if (typeof text !== 'string') return;
+  if (typeof text !== 'string') return true;
   const scrubbed = scrubSecrets(text, secrets);
-  if (scrubbed === text) return;
+  if (scrubbed === text) return true;
   // An own field keeps its attributes (an adapter error's originalMessage is enumerable, and logged).
-  Reflect.defineProperty(error, field, Object.hasOwn(error, field) ? { value: scrubbed } : { value: scrubbed, writable: true, configurable: true, enumerable: false });
+  return Reflect.defineProperty(error, field, Object.hasOwn(error, field) ? { value: scrubbed } : { value: scrubbed, writable: true, configurable: true, enumerable: false });
 }
 
 function scrubError(error: unknown, secrets: readonly string[]): unknown {
-  if (error instanceof Error) {
-    for (const field of ['message', 'originalMessage', 'stack'] as const) scrubField(error, field, secrets);
-  }
-  return error;
+  if (!(error instanceof Error)) return error;
+  let scrubbed = true;
+  for (const field of ['message', 'originalMessage', 'stack'] as const) scrubbed = scrubField(error, field, secrets) && scrubbed;
+  if (scrubbed) return error;
+  // An error that keeps the key in a field it will not let go of is not passed on: one of its name and scrubbed message is.
+  const replacement = new Error(scrubSecrets(error.message, secrets));
+  replacement.name = error.name;
+  return replacement;
 }
 
 function scrubIterable<T>(iterable: AsyncIterable<T>, secrets: readonly string[]): AsyncIterable<T> {

@@ -35,13 +35,19 @@ describe('errors of an adapter with a key', () => {
     assert.equal((err as DOMException).name, 'AbortError');
   });
 
-  it('pass a frozen error on without a TypeError of their own', () => {
-    const frozen = Object.freeze(new Error(`refused ${KEY}`));
+  it('replace a frozen error that holds the key by one of its name and scrubbed message', () => {
+    const frozen = Object.freeze(new RangeError(`refused ${KEY}`));
     const adapter = scrubbingErrors({
       call(): never {
         throw frozen;
       },
     }, KEY);
-    assert.throws(() => adapter.call(), (e: unknown) => e === frozen);
+    assert.throws(() => adapter.call(), (e: unknown) => {
+      assert.ok(e instanceof Error && e !== frozen);
+      assert.equal(e.name, 'RangeError');
+      assert.match(e.message, /^refused \*\*\*/);
+      assert.ok(!e.message.includes(KEY.slice(0, 8)) && !e.stack!.includes(KEY.slice(0, 8)), e.stack);
+      return true;
+    });
   });
 });
