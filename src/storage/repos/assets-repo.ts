@@ -82,6 +82,11 @@ function filterExpr(eb: AnyEb, f: AssetFilter, excludeMissing: boolean): Express
   return eb.and(conds);
 }
 
+/** The insert of a content row, once per hash: a second writer of the same hash changes nothing. */
+function insertContent(db: QueryCreator<Database>, row: AssetContentRow) {
+  return db.insertInto('asset_contents').values(row).onConflict((oc) => oc.column('hash').doNothing());
+}
+
 /** All SQL of the asset registry. */
 export class AssetsRepo {
   private readonly db: DbHandle;
@@ -116,7 +121,7 @@ export class AssetsRepo {
 
   /** Records content once per hash; a second writer of the same hash changes nothing. */
   async upsertContent(row: AssetContentRow): Promise<void> {
-    await this.k.insertInto('asset_contents').values(row).onConflict((oc) => oc.column('hash').doNothing()).execute();
+    await insertContent(this.k, row).execute();
   }
 
   /** Up to `limit` content hashes after `after` in hash order (from the first without it): one batch of a walk over every content. */
@@ -160,9 +165,9 @@ export class AssetsRepo {
   async insertRef(row: AssetRefRow, tags: readonly Omit<AssetTagRow, 'ref_id'>[], meta: readonly AssetMetaRow[], content?: AssetContentRow): Promise<boolean> {
     return this.atomically(async (trx) => {
       const withContent = content && this.db.dialect === 'postgres';
-      if (content && !withContent) await this.in({ kysely: trx, dialect: this.db.dialect }).upsertContent(content);
+      if (content && !withContent) await insertContent(trx, content).execute();
       // A statement's foreign keys are checked at its end, once the content row of its WITH is in.
-      const refs: Pick<QueryCreator<Database>, 'insertInto'> = withContent ? trx.with('content', (db) => db.insertInto('asset_contents').values(content).onConflict((oc) => oc.column('hash').doNothing())) : trx;
+      const refs: Pick<QueryCreator<Database>, 'insertInto'> = withContent ? trx.with('content', (db) => insertContent(db, content)) : trx;
       const inserted = await refs.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
       if (!inserted) return false;
       const tagRows = tags.map((t) => ({ ...t, ref_id: row.id }));
