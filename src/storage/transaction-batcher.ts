@@ -29,8 +29,21 @@ export class TransactionTail {
 
 type Work<T> = (trx: Transaction<Database>, tail: TransactionTail) => Promise<T>;
 
+/**
+ * One statement for a row of each of many works of a transaction, answering one value per row in
+ * their order: works that each write one row and need its outcome (a compare-and-set) pay one
+ * statement per batch instead of one each.
+ */
+export interface StatementGroup<R, A> {
+  /** Works whose groups have the same key share one statement. */
+  readonly key: string;
+  write(trx: Transaction<Database>, rows: readonly R[]): Promise<A[]>;
+}
+
 interface Queued {
-  work: Work<unknown>;
+  work: (trx: Transaction<Database>, tail: TransactionTail, answer: unknown) => Promise<unknown>;
+  /** A row of a grouped statement, answered before the work runs. */
+  grouped?: { statement: StatementGroup<unknown, unknown>; row: unknown };
   /** Its failure fails it alone: a batch it fails runs again without it (see write). */
   isolated: boolean;
   resolve: (value: unknown) => void;
@@ -46,8 +59,9 @@ const RETRYABLE = new Set(['40P01', '40001']);
 /**
  * Group commit: small writes queued during one turn of the event loop, or while the previous
  * group was being committed, run one after another in a single transaction, so a burst of task
- * submits and status changes pays for one commit instead of one each. Each work sees the writes
- * of the works before it (not the rows they append to the tail, written at its end). A plain work
+ * submits and status changes pays for one commit instead of one each. The grouped statements of
+ * the batch run first (see runGrouped); then each work sees the writes of the works before it
+ * (not the rows they append to the tail, written at its end). A plain work
  * that throws fails its whole batch (every caller gets the error), so plain works must answer
  * expected outcomes (a lost compare-and-set) as values; a work that may fail runs isolated: a batch
  * it fails runs again with each isolated work in a transaction of its own, so the failure reaches
@@ -66,17 +80,30 @@ export class TransactionBatcher {
   }
 
   run<T>(work: Work<T>): Promise<T> {
-    return this.enqueue(work, false);
+    return this.enqueue({ work, isolated: false });
   }
 
   /** Like run, for a work that may throw: its failure undoes its writes and reaches its caller only. */
   runIsolated<T>(work: Work<T>): Promise<T> {
-    return this.enqueue(work, true);
+    return this.enqueue({ work, isolated: true });
   }
 
-  private enqueue<T>(work: Work<T>, isolated: boolean): Promise<T> {
+  /**
+   * Writes `row` with the rows of the batch's other works of the same statement group, before the
+   * batch's works run, and then runs `work` in its place with the row's answer. Isolated as
+   * runIsolated when `isolated`.
+   */
+  runGrouped<R, A, T>(statement: StatementGroup<R, A>, row: R, work: (answer: A, trx: Transaction<Database>, tail: TransactionTail) => Promise<T>, isolated: boolean): Promise<T> {
+    return this.enqueue({
+      work: (trx, tail, answer) => work(answer as A, trx, tail),
+      grouped: { statement: statement as StatementGroup<unknown, unknown>, row },
+      isolated,
+    });
+  }
+
+  private enqueue<T>(queued: Pick<Queued, 'work' | 'grouped' | 'isolated'>): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.queue.push({ work, isolated, resolve: resolve as (value: unknown) => void, reject });
+      this.queue.push({ ...queued, resolve: resolve as (value: unknown) => void, reject });
       if (!this.scheduled && !this.flushing) {
         this.scheduled = true;
         setImmediate(() => void this.flush());
@@ -103,9 +130,10 @@ export class TransactionBatcher {
     try {
       values = await this.withRetries(() =>
         this.kysely.transaction().execute(async (trx) => {
+          const answers = await groupedAnswers(trx, batch);
           const tail = new TransactionTail();
           const results: unknown[] = [];
-          for (const queued of batch) results.push(await queued.work(trx, tail));
+          for (const [i, queued] of batch.entries()) results.push(await queued.work(trx, tail, answers[i]));
           await tail.write(trx);
           return results;
         }),
@@ -138,4 +166,24 @@ export class TransactionBatcher {
       }
     }
   }
+}
+
+/** Runs each statement group of the batch once, for its works' rows in batch order; answers each work's answer at its index. */
+async function groupedAnswers(trx: Transaction<Database>, batch: readonly Queued[]): Promise<unknown[]> {
+  const groups = new Map<string, { statement: StatementGroup<unknown, unknown>; at: number[]; rows: unknown[] }>();
+  batch.forEach((queued, i) => {
+    if (!queued.grouped) return;
+    const { statement, row } = queued.grouped;
+    const group = groups.get(statement.key);
+    if (group) {
+      group.at.push(i);
+      group.rows.push(row);
+    } else groups.set(statement.key, { statement, at: [i], rows: [row] });
+  });
+  const answers: unknown[] = new Array(batch.length);
+  for (const { statement, at, rows } of groups.values()) {
+    const answered = await statement.write(trx, rows);
+    at.forEach((index, j) => (answers[index] = answered[j]));
+  }
+  return answers;
 }

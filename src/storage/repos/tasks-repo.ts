@@ -1,7 +1,7 @@
-import { sql, type SelectQueryBuilder, type Transaction } from 'kysely';
+import { sql, type SelectQueryBuilder } from 'kysely';
 import type { Db } from '../db.ts';
 import type { DbHandle } from '../db-handle.ts';
-import { TransactionBatcher, type TransactionTail } from '../transaction-batcher.ts';
+import { TransactionBatcher, type StatementGroup, type TransactionTail } from '../transaction-batcher.ts';
 import { anyCandidate } from './claim-candidates.ts';
 import { insertsInto } from './inserts-into.ts';
 import type { CallbackDeliveryRow, Database, TaskEventRow, TaskRow } from '../schema.ts';
@@ -11,6 +11,24 @@ import { isTerminal } from '../../core/task-state.ts';
 export type TaskPatch = Partial<Pick<TaskRow, 'status' | 'progress' | 'message' | 'error_message' | 'result' | 'saved_state' | 'server' | 'started_at' | 'finished_at' | 'updated_at' | 'callback_url'>>;
 
 const LIVE = ['submitted', 'started', 'process'] as const;
+
+/** What a compare-and-set writes: the patch, and at an end the lease it gives back. */
+type WrittenColumns = TaskPatch & Partial<Pick<TaskRow, 'lease_owner' | 'lease_until'>>;
+
+/** One compare-and-set of a task: its columns applied only while the task is at `version`. */
+interface VersionedChange {
+  id: string;
+  version: number;
+  columns: WrittenColumns;
+  /** Events the change adds: the task's counter moves by this many. */
+  eventCount: number;
+}
+
+/** PostgreSQL types of the columns a compare-and-set writes, for the rows of its grouped statement. */
+const PATCH_TYPES: Record<keyof WrittenColumns, string> = {
+  status: 'text', progress: 'integer', message: 'text', error_message: 'text', result: 'text', saved_state: 'text', server: 'text', callback_url: 'text',
+  started_at: 'bigint', finished_at: 'bigint', updated_at: 'bigint', lease_owner: 'text', lease_until: 'bigint',
+};
 
 /** An event to add to a task's stream; its sequence number is allocated as it is written. */
 export interface NewTaskEvent {
@@ -29,6 +47,8 @@ export class TasksRepo {
   private readonly writes: TransactionBatcher;
   private pendingInserts: { row: TaskRow; delivery: CallbackDeliveryRow | undefined; events: TaskEventRow[] }[] = [];
   private insertFlush: Promise<void> | undefined;
+  /** The compare-and-set statement of each set of columns written. */
+  private readonly casGroups = new Map<string, StatementGroup<VersionedChange, number | undefined>>();
 
   private readonly db: Db;
 
@@ -91,23 +111,62 @@ export class TasksRepo {
    * writer got there first.
    */
   async update(id: string, version: number, patch: TaskPatch, delivery: CallbackDeliveryRow | undefined, events: readonly NewTaskEvent[], now: number, alsoWrite?: (db: DbHandle) => Promise<void>): Promise<TaskEventRow[] | undefined> {
-    const work = async (trx: Transaction<Database>, tail: TransactionTail) => {
-      const res = await trx
-        .updateTable('tasks')
-        // An end gives the lease back with it: the worker need not release the task afterwards.
-        .set({ ...patch, version: version + 1, event_seq: sql<number>`event_seq + ${events.length}`, ...(patch.status !== undefined && isTerminal(patch.status) ? { lease_owner: null, lease_until: null } : {}) })
-        .where('id', '=', id)
-        .where('version', '=', version)
-        .returning('event_seq')
-        .executeTakeFirst();
-      if (!res) return undefined;
-      if (delivery) tail.append(insertDeliveries, [delivery]);
-      const written = this.appendNumbered(tail, id, Number(res.event_seq), events, now);
-      await alsoWrite?.({ kysely: trx, dialect: this.db.dialect, tail });
-      return written;
-    };
+    // An end gives the lease back with it: the worker need not release the task afterwards.
+    const written: WrittenColumns = { ...patch, ...(patch.status !== undefined && isTerminal(patch.status) ? { lease_owner: null, lease_until: null } : {}) };
+    // Kysely leaves out what is undefined; so does the grouped statement.
+    const columns = (Object.keys(written) as (keyof WrittenColumns)[]).filter((column) => written[column] !== undefined).sort();
+    const change: VersionedChange = { id, version, columns: Object.fromEntries(columns.map((column) => [column, written[column]])), eventCount: events.length };
     // Other writes may fail; isolated, they cannot fail the rest of the batch.
-    return alsoWrite ? this.writes.runIsolated(work) : this.writes.run(work);
+    return this.writes.runGrouped(this.compareAndSet(columns), change, async (eventSeq, trx, tail) => {
+      if (eventSeq === undefined) return undefined;
+      if (delivery) tail.append(insertDeliveries, [delivery]);
+      const numbered = this.appendNumbered(tail, id, eventSeq, events, now);
+      await alsoWrite?.({ kysely: trx, dialect: this.db.dialect, tail });
+      return numbered;
+    }, alsoWrite !== undefined);
+  }
+
+  /**
+   * The compare-and-set of changes writing `columns`: each change applies only to its task still
+   * at its version, bumps the version and the event counter (by its events), and answers the
+   * counter, or undefined when another writer got there first. On PostgreSQL a batch's changes are
+   * one statement; SQLite, in the process, runs them one by one.
+   */
+  private compareAndSet(columns: readonly (keyof WrittenColumns)[]): StatementGroup<VersionedChange, number | undefined> {
+    const key = columns.join(',');
+    let group = this.casGroups.get(key);
+    if (group) return group;
+    group = {
+      key,
+      write: this.db.dialect === 'postgres'
+        ? async (trx, changes) => {
+          const rows = changes.map((change, ord) => ({ ord, id: change.id, version: change.version, event_count: change.eventCount, ...change.columns }));
+          const res = await sql<{ ord: number; event_seq: number }>`update tasks as t set ${sql.join(columns.map((column) => sql`${sql.ref(column)} = ${sql.ref(`v.${column}`)}`))}, version = t.version + 1, event_seq = t.event_seq + v.event_count
+            from json_to_recordset(${JSON.stringify(rows)}::json) as v(ord integer, id text, version integer, event_count integer, ${sql.raw(columns.map((column) => `${column} ${PATCH_TYPES[column]}`).join(', '))})
+            where t.id = v.id and t.version = v.version
+            returning v.ord, t.event_seq`.execute(trx);
+          // Two changes of one task at one version: one of them is written, and says so.
+          const answers: (number | undefined)[] = new Array(changes.length).fill(undefined);
+          for (const row of res.rows) answers[row.ord] = Number(row.event_seq);
+          return answers;
+        }
+        : async (trx, changes) => {
+          const answers: (number | undefined)[] = [];
+          for (const change of changes) {
+            const res = await trx
+              .updateTable('tasks')
+              .set({ ...change.columns, version: change.version + 1, event_seq: sql<number>`event_seq + ${change.eventCount}` })
+              .where('id', '=', change.id)
+              .where('version', '=', change.version)
+              .returning('event_seq')
+              .executeTakeFirst();
+            answers.push(res ? Number(res.event_seq) : undefined);
+          }
+          return answers;
+        },
+    };
+    this.casGroups.set(key, group);
+    return group;
   }
 
   /**
