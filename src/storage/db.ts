@@ -203,9 +203,11 @@ async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefi
     const { error, results } = await migrator.migrateToLatest();
     if (!error) return;
     const message = (error as Error).message;
-    // The migrator looks for its tables among every schema's; a schema another store drops
-    // meanwhile fails that look ("schema … does not exist") and says nothing of ours: look again.
-    const otherSchemaGone = /^schema ".*" does not exist$/.test(message) && !(schema && message.includes(`"${schema}"`));
+    // The migrator looks for its tables among every schema's tables; another store's schema or
+    // table dropped meanwhile fails that look ("schema … does not exist", "relation
+    // "<schema>.<table>" does not exist") and says nothing of ours: look again.
+    const gone = /^(?:schema "([^"]*)"|relation "([^".]*)\.[^"]*") does not exist$/.exec(message);
+    const otherSchemaGone = gone !== null && (gone[1] ?? gone[2]) !== schema;
     // Two instances starting at once both create the migrator's tables; the one that loses looks again.
     const createdMeanwhile = message.includes('pg_type_typname_nsp_index');
     if ((otherSchemaGone || createdMeanwhile) && attempt < 5) continue;
