@@ -1,9 +1,9 @@
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { openDb, type Db } from '../src/storage/db.ts';
+import type { Db } from '../src/storage/db.ts';
 import { TasksRepo } from '../src/storage/repos/tasks-repo.ts';
 import type { TaskRow } from '../src/storage/schema.ts';
-import { dropSchema, postgresEnv, tempDataDir } from './support/server.ts';
+import { itOnEachStore } from './support/server.ts';
 
 function taskRow(id: string): TaskRow {
   return {
@@ -61,24 +61,5 @@ async function compareAndSetHolds(db: Db): Promise<void> {
 }
 
 describe('task compare-and-set', () => {
-  it('writes each change only at its version, several in one transaction (SQLite)', async () => {
-    const db = await openDb({ dataDir: tempDataDir() });
-    try {
-      await compareAndSetHolds(db);
-    } finally {
-      await db.close();
-    }
-  });
-
-  it('the same on PostgreSQL', async (t) => {
-    const pg = await postgresEnv();
-    if ('skip' in pg) return t.skip(pg.skip);
-    const db = await openDb({ databaseUrl: pg.env.DATABASE_URL, pgSchema: pg.env.DATABASE_SCHEMA, dataDir: tempDataDir() });
-    try {
-      await compareAndSetHolds(db);
-    } finally {
-      await db.close();
-      await dropSchema(pg.env.DATABASE_SCHEMA!);
-    }
-  });
+  itOnEachStore('writes each change only at its version, several in one transaction', compareAndSetHolds);
 });

@@ -1,9 +1,9 @@
-import { describe, it } from 'node:test';
+import { describe } from 'node:test';
 import assert from 'node:assert/strict';
-import { openDb, type Db } from '../src/storage/db.ts';
+import type { Db } from '../src/storage/db.ts';
 import { insertsInto } from '../src/storage/repos/inserts-into.ts';
 import { TransactionBatcher } from '../src/storage/transaction-batcher.ts';
-import { dropSchema, postgresEnv, tempDataDir } from './support/server.ts';
+import { itOnEachStore } from './support/server.ts';
 
 const appendBeats = insertsInto('worker_heartbeats');
 
@@ -40,24 +40,5 @@ async function batcherHolds(db: Db): Promise<void> {
 }
 
 describe('transaction batcher', () => {
-  it('writes the tail before the commit, and fails an isolated work alone (SQLite)', async () => {
-    const db = await openDb({ dataDir: tempDataDir() });
-    try {
-      await batcherHolds(db);
-    } finally {
-      await db.close();
-    }
-  });
-
-  it('the same on PostgreSQL', async (t) => {
-    const pg = await postgresEnv();
-    if ('skip' in pg) return t.skip(pg.skip);
-    const db = await openDb({ databaseUrl: pg.env.DATABASE_URL, pgSchema: pg.env.DATABASE_SCHEMA, dataDir: tempDataDir() });
-    try {
-      await batcherHolds(db);
-    } finally {
-      await db.close();
-      await dropSchema(pg.env.DATABASE_SCHEMA!);
-    }
-  });
+  itOnEachStore('writes the tail before the commit, and fails an isolated work alone', batcherHolds);
 });

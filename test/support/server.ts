@@ -2,11 +2,13 @@ import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { randomBytes } from 'node:crypto';
+import { it } from 'node:test';
 import pg from 'pg';
 import { Redis } from 'ioredis';
 import pino from 'pino';
 import { loadSettings } from '../../src/config/settings.ts';
 import { startServer, type RunningServer, type ServerParts } from '../../src/main.ts';
+import { openDb, type Db } from '../../src/storage/db.ts';
 
 export const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -65,6 +67,32 @@ export async function startTestServer(env: Record<string, string> = {}, parts: S
       if (!env.DATA_DIR) fs.rmSync(dataDir, { recursive: true, force: true });
     },
   };
+}
+
+/**
+ * Two tests of `check` on a store opened directly (no server): a fresh SQLite one, and a fresh
+ * schema of PostgreSQL (skipped as postgresEnv says when it is not there).
+ */
+export function itOnEachStore(title: string, check: (db: Db) => Promise<void>): void {
+  it(`${title} (SQLite)`, async () => {
+    const db = await openDb({ dataDir: tempDataDir() });
+    try {
+      await check(db);
+    } finally {
+      await db.close();
+    }
+  });
+  it(`${title} (PostgreSQL)`, async (t) => {
+    const pg = await postgresEnv();
+    if ('skip' in pg) return t.skip(pg.skip);
+    const db = await openDb({ databaseUrl: pg.env.DATABASE_URL, pgSchema: pg.env.DATABASE_SCHEMA, dataDir: tempDataDir() });
+    try {
+      await check(db);
+    } finally {
+      await db.close();
+      await dropSchema(pg.env.DATABASE_SCHEMA!);
+    }
+  });
 }
 
 /**
