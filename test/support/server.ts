@@ -83,14 +83,14 @@ export function itOnEachStore(title: string, check: (db: Db) => Promise<void>): 
     }
   });
   it(`${title} (PostgreSQL)`, async (t) => {
-    const pg = await postgresEnv();
-    if ('skip' in pg) return t.skip(pg.skip);
-    const db = await openDb({ databaseUrl: pg.env.DATABASE_URL, pgSchema: pg.env.DATABASE_SCHEMA, dataDir: tempDataDir() });
+    const postgres = await postgresEnv();
+    if ('skip' in postgres) return t.skip(postgres.skip);
+    const db = await openDb({ databaseUrl: postgres.env.DATABASE_URL, pgSchema: postgres.env.DATABASE_SCHEMA, dataDir: tempDataDir() });
     try {
       await check(db);
     } finally {
       await db.close();
-      await dropSchema(pg.env.DATABASE_SCHEMA!);
+      await dropSchema(postgres.env.DATABASE_SCHEMA!);
     }
   });
 }
