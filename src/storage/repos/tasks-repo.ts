@@ -143,10 +143,10 @@ export class TasksRepo {
           const rows = changes.map((change, ord) => ({ ord, id: change.id, version: change.version, event_count: change.eventCount, ...change.columns }));
           // The ids again as an array: PostgreSQL guesses 100 rows for the function and would
           // otherwise join them to every task (a scan of the table); on the array it looks them up.
-
+          const ids = changes.map((change) => change.id);
           const res = await sql<{ ord: number; event_seq: number }>`update tasks as t set ${sql.join(columns.map((column) => sql`${sql.ref(column)} = ${sql.ref(`v.${column}`)}`))}, version = t.version + 1, event_seq = t.event_seq + v.event_count
             from json_to_recordset(${JSON.stringify(rows)}::json) as v(ord integer, id text, version integer, event_count integer, ${sql.raw(columns.map((column) => `${column} ${PATCH_TYPES[column]}`).join(', '))})
-            where t.id = any(${changes.map((change) => change.id)}::text[]) and t.id = v.id and t.version = v.version
+            where t.id = any(${ids}::text[]) and t.id = v.id and t.version = v.version
             returning v.ord, t.event_seq`.execute(trx);
           // Two changes of one task at one version: one of them is written, and says so.
           const answers: (number | undefined)[] = new Array(changes.length).fill(undefined);
