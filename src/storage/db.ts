@@ -207,10 +207,10 @@ async function migrateToLatest(kysely: Kysely<Database>, schema: string | undefi
     // table dropped meanwhile fails that look ("schema … does not exist", "relation
     // "<schema>.<table>" does not exist") and says nothing of ours: look again.
     const gone = /^(?:schema "([^"]*)"|relation "([^".]*)\.[^"]*") does not exist$/.exec(message);
-    const otherSchemaGone = gone !== null && (gone[1] ?? gone[2]) !== schema;
+    const otherStoreGone = gone !== null && (gone[1] ?? gone[2]) !== schema;
     // Two instances starting at once both create the migrator's tables; the one that loses looks again.
     const createdMeanwhile = message.includes('pg_type_typname_nsp_index');
-    if ((otherSchemaGone || createdMeanwhile) && attempt < 5) continue;
+    if ((otherStoreGone || createdMeanwhile) && attempt < 5) continue;
     const failed = results?.find((r) => r.status === 'Error');
     throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${message}`);
   }
