@@ -25,6 +25,14 @@ const P99_BOUND_MS = 20;
  * a server in its steady state.
  */
 const WARM_UP_S = 15;
+/**
+ * Load at a step's own connections before its figures, on every target. Gengate's /metrics, read
+ * before it, is a GET after thousands of POSTs from one client: V8 then deoptimized some 40
+ * functions of the request path (their code had seen only the POSTs' objects), and the next 2 to 4
+ * s of calls took up to twice the CPU while it compiled them again (V8's threads 100 to 340 µs a
+ * call); a step measured at once measured that, the one-connection step most.
+ */
+const SETTLE_S = 3;
 const STREAM_CHUNKS = 20;
 const STREAM_GAP_MS = 100;
 const CLEAN_GAP_MS = 500;
@@ -207,6 +215,7 @@ async function measure(targets: Target[]): Promise<Map<string, Figures>> {
     for (const target of targets) {
       const f = figures.get(target.name)!;
       if (target.metricsUrl) await eventLoopDelay(target.metricsUrl);
+      wrk(target, connections, SETTLE_S);
       const before = target.pid ? cpuSeconds(target.pid) : 0;
       const threadsBefore = target.pid ? threadTimes(target.pid) : undefined;
       const result = wrk(target, connections, DURATION_S);
