@@ -2,17 +2,8 @@ import { describe } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Db } from '../src/storage/db.ts';
 import { TasksRepo } from '../src/storage/repos/tasks-repo.ts';
-import type { TaskRow } from '../src/storage/schema.ts';
 import { itOnEachStore } from './support/server.ts';
-
-function taskRow(id: string): TaskRow {
-  return {
-    id, request_id: `req-${id}`, owner_id: 'owner', client_id: null, endpoint: 'images.generations', model: 'm', provider: 'p', output_type: 'image',
-    cancellable: 1, status: 'submitted', progress: 0, version: 1, message: null, error_message: null, input: '{}', result: null, saved_state: null,
-    trace_context: null, callback_url: null, callback_events: null, deadline_at: null, server: null, attempts: 1, lease_owner: 'worker-a', lease_until: 9_999,
-    created_at: 1, updated_at: 1, started_at: null, finished_at: null, token_id: null, reserved_credits: 0, event_seq: 1, team_id: null,
-  };
-}
+import { taskRow } from './support/rows.ts';
 
 const status = (text: string) => ({ kind: 'status', data: JSON.stringify({ status: text }) });
 
