@@ -1,6 +1,6 @@
-import { sql, type Expression, type ExpressionBuilder, type QueryCreator, type SqlBool, type Transaction } from 'kysely';
+import { CompiledQuery, sql, type Expression, type ExpressionBuilder, type QueryCreator, type SqlBool, type Transaction } from 'kysely';
 import type { DbHandle } from '../db-handle.ts';
-import { insertsInto } from './inserts-into.ts';
+import { insertOf, insertsInto } from './inserts-into.ts';
 import type { AssetContentRow, AssetMetaRow, AssetRefRow, AssetTagRow, Database } from '../schema.ts';
 import { metaValueOf } from '../meta-value.ts';
 
@@ -164,12 +164,16 @@ export class AssetsRepo {
    */
   async insertRef(row: AssetRefRow, tags: readonly Omit<AssetTagRow, 'ref_id'>[], meta: readonly AssetMetaRow[], content?: AssetContentRow): Promise<boolean> {
     return this.atomically(async (trx) => {
-      const withContent = content && this.db.dialect === 'postgres';
-      if (content && !withContent) await insertContent(trx, content).execute();
-      // A statement's foreign keys are checked at its end, once the content row of its WITH is in.
-      const refs: Pick<QueryCreator<Database>, 'insertInto'> = withContent ? trx.with('content', (db) => insertContent(db, content)) : trx;
-      const inserted = await refs.insertInto('asset_refs').values(row).onConflict((oc) => oc.doNothing()).returning('id').executeTakeFirst();
-      if (!inserted) return false;
+      const postgres = this.db.dialect === 'postgres';
+      if (content && !postgres) await insertContent(trx, content).execute();
+      // Written here rather than by Kysely's builder, which made and compiled a node per value: a
+      // task's output is one such record. A statement's foreign keys are checked at its end, once
+      // the content row of its WITH is in.
+      const contentInsert = content && postgres ? insertOf('asset_contents', [content], true, 1) : undefined;
+      const refInsert = insertOf('asset_refs', [row], postgres, (contentInsert?.parameters.length ?? 0) + 1);
+      const text = `${contentInsert ? `with "content" as (${contentInsert.text} on conflict ("hash") do nothing) ` : ''}${refInsert.text} on conflict do nothing returning "id"`;
+      const { rows: inserted } = await trx.executeQuery(CompiledQuery.raw(text, [...(contentInsert?.parameters ?? []), ...refInsert.parameters]));
+      if (inserted.length === 0) return false;
       const tagRows = tags.map((t) => ({ ...t, ref_id: row.id }));
       // In a batched transaction (a task's end) they wait for its end, to go in one insert with the other works' rows.
       if (this.db.tail) {

@@ -25,19 +25,11 @@ export function insertsInto<T extends keyof Database & string>(table: T): (db: K
     for (let i = 0; i < rows.length; i += ROWS_PER_INSERT) {
       const chunk = rows.slice(i, i + ROWS_PER_INSERT) as readonly Record<string, unknown>[];
       const columns = columnsOf(chunk);
-      const parameters: unknown[] = [];
-      let whole = true;
-      for (const row of chunk) {
-        for (const column of columns) {
-          const value = row[column];
-          if (value === undefined) whole = false;
-          else parameters.push(value);
-        }
-      }
+      const { parameters, whole } = parametersOf(chunk, columns);
       const key = `${postgres ? 'p' : 's'}${chunk.length}:${columns.join(',')}`;
       let text = whole ? texts.get(key) : undefined;
       if (text === undefined) {
-        text = insertText(table, columns, chunk, postgres);
+        text = insertText(table, columns, chunk, postgres, 1);
         if (whole) {
           if (texts.size >= TEXTS_PER_TABLE) texts.delete(texts.keys().next().value!);
           texts.set(key, text);
@@ -46,6 +38,30 @@ export function insertsInto<T extends keyof Database & string>(table: T): (db: K
       await db.executeQuery(CompiledQuery.raw(text, parameters));
     }
   };
+}
+
+/**
+ * An insert of `rows` into `table` (the same statement as insertsInto's) to be part of a larger
+ * one: its PostgreSQL placeholders are numbered from `firstParameter`.
+ */
+export function insertOf(table: keyof Database & string, rows: readonly object[], postgres: boolean, firstParameter: number): { text: string; parameters: unknown[] } {
+  const values = rows as readonly Record<string, unknown>[];
+  const columns = columnsOf(values);
+  return { text: insertText(table, columns, values, postgres, firstParameter), parameters: parametersOf(values, columns).parameters };
+}
+
+/** The rows' values under `columns`, row by row; `whole` when no row leaves a column out. */
+function parametersOf(rows: readonly Record<string, unknown>[], columns: readonly string[]): { parameters: unknown[]; whole: boolean } {
+  const parameters: unknown[] = [];
+  let whole = true;
+  for (const row of rows) {
+    for (const column of columns) {
+      const value = row[column];
+      if (value === undefined) whole = false;
+      else parameters.push(value);
+    }
+  }
+  return { parameters, whole };
 }
 
 function columnsOf(rows: readonly Record<string, unknown>[]): string[] {
@@ -70,8 +86,8 @@ function quoted(identifier: string): string {
  * `insert into "t" ("a", "b") values ($1, $2), ($3, default)`. SQLite's placeholders are `?`, and
  * it has no `default` in a row of values: as Kysely does, a missing value is null there.
  */
-function insertText(table: string, columns: readonly string[], rows: readonly Record<string, unknown>[], postgres: boolean): string {
-  let n = 0;
+function insertText(table: string, columns: readonly string[], rows: readonly Record<string, unknown>[], postgres: boolean, firstParameter: number): string {
+  let n = firstParameter - 1;
   const missing = postgres ? 'default' : 'null';
   const values = rows.map((row) => `(${columns.map((column) => (row[column] === undefined ? missing : postgres ? `$${++n}` : '?')).join(', ')})`);
   return `insert into ${quoted(table)} (${columns.map(quoted).join(', ')}) values ${values.join(', ')}`;
