@@ -82,6 +82,15 @@ function tokens(text: string): number {
  * snapshots, sends the usage chunk only with `stream_options.include_usage`, and plays scripted
  * failures.
  */
+/**
+ * Closes the response's connection a turn after its last writes: on Node 24.22 (not on 20),
+ * ending the socket in the same turn lost the chunks written just before.
+ */
+async function cutAfterWrites(res: ServerResponse): Promise<void> {
+  await new Promise((resolve) => setImmediate(resolve));
+  res.socket?.end();
+}
+
 export async function startFakeChatUpstream(opts: { record?: boolean; port?: number } = {}): Promise<FakeChatUpstream> {
   const requests: RecordedRequest[] = [];
   const queue: Behaviour[] = [];
@@ -167,7 +176,7 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
       // Half the answer goes out, then the connection closes.
       cutByFake.add(res);
       res.write(completion.slice(0, completion.length >> 1));
-      res.socket?.end();
+      await cutAfterWrites(res);
       return;
     }
 
@@ -197,9 +206,9 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
       if (i === stopAfter && behaviour) {
         switch (behaviour.kind) {
           case 'reset_mid_stream':
-            // The chunks written so far go out first (end flushes them), then the connection closes mid-answer.
+            // The chunks written so far go out first, then the connection closes mid-answer.
             cutByFake.add(res);
-            res.socket?.end();
+            await cutAfterWrites(res);
             return;
           case 'error_frame':
             await send(JSON.stringify({ error: { message: behaviour.message, type: 'server_error', param: null, code: null } }));
