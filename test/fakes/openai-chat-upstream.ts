@@ -77,12 +77,6 @@ function tokens(text: string): number {
 }
 
 /**
- * A faithful OpenAI chat server (POST /v1/chat/completions, streaming and not) on 127.0.0.1:0.
- * It answers `Echo: <last user text>`, names the model `<requested>-2025-01-01` as OpenAI names
- * snapshots, sends the usage chunk only with `stream_options.include_usage`, and plays scripted
- * failures.
- */
-/**
  * Closes the response's connection a turn after its last writes: on Node 24.22 (not on 20),
  * ending the socket in the same turn lost the chunks written just before.
  */
@@ -91,6 +85,12 @@ async function cutAfterWrites(res: ServerResponse): Promise<void> {
   res.socket?.end();
 }
 
+/**
+ * A faithful OpenAI chat server (POST /v1/chat/completions, streaming and not) on 127.0.0.1:0.
+ * It answers `Echo: <last user text>`, names the model `<requested>-2025-01-01` as OpenAI names
+ * snapshots, sends the usage chunk only with `stream_options.include_usage`, and plays scripted
+ * failures.
+ */
 export async function startFakeChatUpstream(opts: { record?: boolean; port?: number } = {}): Promise<FakeChatUpstream> {
   const requests: RecordedRequest[] = [];
   const queue: Behaviour[] = [];
