@@ -64,6 +64,27 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
+/** CPU time (user and system) in seconds of every process whose command is `command` (postgres, redis-server), from /proc. */
+export function commandCpuSeconds(command: string): number {
+  let sum = 0;
+  for (const pid of fs.readdirSync('/proc')) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command) sum += cpuSeconds(Number(pid));
+    } catch {
+      // the process ended meanwhile
+    }
+  }
+  return sum;
+}
+
+/** The machine's CPU time so far in seconds: busy (every state but idle and iowait) and in all, from /proc/stat. */
+export function machineCpuSeconds(): { busy: number; total: number } {
+  const [user, nice, system, idle, iowait, irq, softirq, steal] = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number) as number[];
+  const busy = user! + nice! + system! + irq! + softirq! + steal!;
+  return { busy: busy / 100, total: (busy + idle! + iowait!) / 100 };
+}
+
 /** Nanoseconds a process's threads spent, from /proc/<pid>/task/<tid>/schedstat (Linux). */
 export interface ThreadTimes {
   /** The main thread (the event loop): on a CPU, and runnable but waiting for one. */

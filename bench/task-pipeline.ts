@@ -7,9 +7,10 @@
 // (default 5) sets the submit phase.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import os from 'node:os';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { cpuSeconds, createToken, requireWrk, startBenchServer, wrkCounts, wrkPostScript, type BenchServer } from './support.ts';
+import { commandCpuSeconds, cpuSeconds, createToken, machineCpuSeconds, requireWrk, startBenchServer, wrkCounts, wrkPostScript, type BenchServer } from './support.ts';
 
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTIONS = 32;
@@ -21,7 +22,11 @@ const BODY = { prompt: 'bench', model: 'seedream-4.0', size: '64x64' };
 const TERMINAL = ['success', 'failed', 'rejected', 'cancelled'];
 const run = promisify(execFile);
 
-interface Pass { instances: number; tasks: number; accepted: number; succeeded: number; seconds: number; cpuMsPerTask: number; commitsPerTask: number }
+interface Pass {
+  instances: number; tasks: number; accepted: number; succeeded: number; seconds: number; cpuMsPerTask: number; commitsPerTask: number;
+  /** CPU per task of PostgreSQL's processes and Redis's, and the machine's cores busy on average. */
+  postgresMsPerTask: number; redisMsPerTask: number; coresBusy: number;
+}
 
 async function commits(client: pg.Client): Promise<number> {
   const { rows } = await client.query<{ n: string }>('select xact_commit as n from pg_stat_database where datname = current_database()');
@@ -56,16 +61,19 @@ async function pass(instances: number, client: pg.Client): Promise<Pass> {
     };
     await submit(2); // warm-up
     await drained(120_000);
-    const before = { cpu: servers.map((s) => cpuSeconds(s.pid)), commits: await commits(client), tasks: Number((await client.query<{ n: string }>(`select count(*) as n from "${schema}".tasks`)).rows[0]!.n) };
+    const before = { cpu: servers.map((s) => cpuSeconds(s.pid)), postgres: commandCpuSeconds('postgres'), redis: commandCpuSeconds('redis-server'), machine: machineCpuSeconds(), commits: await commits(client), tasks: Number((await client.query<{ n: string }>(`select count(*) as n from "${schema}".tasks`)).rows[0]!.n) };
     const started = Date.now();
     const outs = await submit(DURATION_S);
     await drained(600_000);
     const seconds = (Date.now() - started) / 1000;
     const cpu = servers.reduce((sum, s, i) => sum + cpuSeconds(s.pid) - before.cpu[i]!, 0);
+    const [postgres, redis, machine] = [commandCpuSeconds('postgres') - before.postgres, commandCpuSeconds('redis-server') - before.redis, machineCpuSeconds()];
     const counts = (await client.query<{ status: string; n: string }>(`select status, count(*) as n from "${schema}".tasks group by status`)).rows;
     const tasks = counts.reduce((sum, r) => sum + Number(r.n), 0) - before.tasks;
     const succeeded = Number(counts.find((r) => r.status === 'success')?.n ?? 0) - before.tasks;
-    return { instances, tasks, accepted: outs.reduce((sum, o) => sum + acceptedOf(o.stdout), 0), succeeded, seconds, cpuMsPerTask: (cpu * 1000) / tasks, commitsPerTask: ((await commits(client)) - before.commits) / tasks };
+    return { instances, tasks, accepted: outs.reduce((sum, o) => sum + acceptedOf(o.stdout), 0), succeeded, seconds, cpuMsPerTask: (cpu * 1000) / tasks, commitsPerTask: ((await commits(client)) - before.commits) / tasks,
+      postgresMsPerTask: (postgres * 1000) / tasks, redisMsPerTask: (redis * 1000) / tasks,
+      coresBusy: ((machine.busy - before.machine.busy) / (machine.total - before.machine.total)) * os.cpus().length };
   } finally {
     await Promise.all(servers.map((s) => s.stop()));
     if (script) fs.rmSync(script, { force: true });
@@ -89,7 +97,8 @@ async function main(): Promise<void> {
     const lines = [`task pipeline, noop engine, PostgreSQL + Redis, async submits at ${CONNECTIONS} connections for ${DURATION_S} s:`];
     for (const p of passes) {
       lines.push(`  ${p.instances} instance${p.instances > 1 ? 's' : ''}: ${Math.round(p.tasks / p.seconds)} tasks/s (${p.tasks} tasks, submit to last success ${p.seconds.toFixed(1)} s), ` +
-        `${p.cpuMsPerTask.toFixed(2)} ms of gateway CPU per task, ${p.commitsPerTask.toFixed(1)} PostgreSQL commits per task; ` +
+        `${p.cpuMsPerTask.toFixed(2)} ms of gateway CPU per task (PostgreSQL ${p.postgresMsPerTask.toFixed(2)}, Redis ${p.redisMsPerTask.toFixed(2)}; ${p.coresBusy.toFixed(2)} of ${os.cpus().length} cores busy), ` +
+        `${p.commitsPerTask.toFixed(1)} PostgreSQL commits per task; ` +
         `${p.succeeded} of ${p.tasks} stored tasks succeeded, ${p.accepted} submits answered 2xx`);
     }
     const [one, two] = passes as [Pass, Pass];
