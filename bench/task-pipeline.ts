@@ -28,9 +28,9 @@ const NOOP_CONFIG = JSON.stringify({ providers: { volcengine: { adapter: 'noop' 
 const BODY = { prompt: 'bench', model: 'seedream-4.0', size: '64x64' };
 const LIVE = TASK_STATUSES.filter((status) => !isTerminal(status));
 /**
- * How often the run asks whether every task has ended. Its count of live tasks costs PostgreSQL
- * CPU the run charges to the tasks: every 20 ms it made up to 3.7 ms a task in one run. The time
- * of the last success is the tasks' own finished_at, so the poll's spacing does not blur it.
+ * How often the run asks whether every task has ended: its count of live tasks costs PostgreSQL
+ * CPU the run charges to the tasks. The time of the last success is the tasks' own finished_at, so
+ * the poll's spacing does not blur it.
  */
 const POLL_MS = 250;
 const run = promisify(execFile);
