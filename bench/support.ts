@@ -64,13 +64,21 @@ export function cpuSeconds(pid: number): number {
   return (Number(fields[11]) + Number(fields[12])) / 100;
 }
 
-/** CPU time (user and system) in seconds of every process whose command is `command` (postgres, redis-server), from /proc. */
+/**
+ * CPU time (user and system) in seconds of every process whose command is `command` (postgres,
+ * redis-server), from /proc, with that of their children that have ended: a server's processes
+ * come and go (PostgreSQL's autovacuum workers), and what an ended one used is in its parent's
+ * cutime and cstime.
+ */
 export function commandCpuSeconds(command: string): number {
   let sum = 0;
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command) sum += cpuSeconds(Number(pid));
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== command) continue;
+      // utime, stime, cutime and cstime are fields 14 to 17 of stat, 12 to 15 after the command's name.
+      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      sum += fields.slice(11, 15).reduce((ticks, field) => ticks + Number(field), 0) / 100;
     } catch {
       // the process ended meanwhile
     }
