@@ -37,9 +37,31 @@ const POLL_MS = 250;
 const run = promisify(execFile);
 
 interface Pass {
-  instances: number; tasks: number; accepted: number; succeeded: number; seconds: number; cpuMsPerTask: number; commitsPerTask: number;
+  instances: number; tasks: number; accepted: number; succeeded: number; seconds: number; cpuMsPerTask: number; commitsPerTask: number; walKbPerTask: number;
   /** CPU per task of PostgreSQL's processes and Redis's, and the machine's cores busy on average. */
   postgresMsPerTask: number; redisMsPerTask: number; coresBusy: number;
+}
+
+/** Where PostgreSQL's write-ahead log ends now (an LSN). */
+async function walPosition(client: pg.Client): Promise<string> {
+  return (await client.query<{ lsn: string }>('select pg_current_wal_lsn()::text as lsn')).rows[0]!.lsn;
+}
+
+/** Bytes of write-ahead log PostgreSQL wrote since `from` (every database's: the machine runs nothing else). */
+async function walBytesSince(client: pg.Client, from: string): Promise<number> {
+  return Number((await client.query<{ n: string }>('select pg_wal_lsn_diff(pg_current_wal_lsn(), $1::pg_lsn) as n', [from])).rows[0]!.n);
+}
+
+/**
+ * What autovacuum does to tables that have grown, done at once. After a few runs PostgreSQL may
+ * keep one plan per named statement and connection, made at the tables' sizes of then: planned on
+ * a near-empty tasks table, the grouped task update scanned the whole table (auto_explain showed
+ * it), and in passes on a server with autovacuum off PostgreSQL took 3 ms of CPU a task instead of
+ * 1. An ANALYZE invalidates those plans.
+ */
+async function analyze(client: pg.Client, schema: string): Promise<void> {
+  const { rows } = await client.query<{ name: string }>('select tablename as name from pg_tables where schemaname = $1', [schema]);
+  for (const { name } of rows) await client.query(`analyze "${schema}"."${name}"`);
 }
 
 async function commits(client: pg.Client): Promise<number> {
@@ -75,7 +97,8 @@ async function pass(instances: number, client: pg.Client): Promise<Pass> {
     };
     await submit(WARM_UP_S);
     await drained(120_000);
-    const before = { cpu: servers.map((s) => cpuSeconds(s.pid)), postgres: commandCpuSeconds('postgres'), redis: commandCpuSeconds('redis-server'), machine: machineCpuSeconds(), commits: await commits(client), tasks: Number((await client.query<{ n: string }>(`select count(*) as n from "${schema}".tasks`)).rows[0]!.n) };
+    await analyze(client, schema);
+    const before = { cpu: servers.map((s) => cpuSeconds(s.pid)), postgres: commandCpuSeconds('postgres'), redis: commandCpuSeconds('redis-server'), machine: machineCpuSeconds(), commits: await commits(client), wal: await walPosition(client), tasks: Number((await client.query<{ n: string }>(`select count(*) as n from "${schema}".tasks`)).rows[0]!.n) };
     const started = Date.now();
     const outs = await submit(DURATION_S);
     await drained(600_000);
@@ -86,7 +109,7 @@ async function pass(instances: number, client: pg.Client): Promise<Pass> {
     const counts = (await client.query<{ status: string; n: string }>(`select status, count(*) as n from "${schema}".tasks group by status`)).rows;
     const tasks = counts.reduce((sum, r) => sum + Number(r.n), 0) - before.tasks;
     const succeeded = Number(counts.find((r) => r.status === 'success')?.n ?? 0) - before.tasks;
-    return { instances, tasks, accepted: outs.reduce((sum, o) => sum + acceptedOf(o.stdout), 0), succeeded, seconds, cpuMsPerTask: (cpu * 1000) / tasks, commitsPerTask: ((await commits(client)) - before.commits) / tasks,
+    return { instances, tasks, accepted: outs.reduce((sum, o) => sum + acceptedOf(o.stdout), 0), succeeded, seconds, cpuMsPerTask: (cpu * 1000) / tasks, commitsPerTask: ((await commits(client)) - before.commits) / tasks, walKbPerTask: (await walBytesSince(client, before.wal)) / 1024 / tasks,
       postgresMsPerTask: (postgres * 1000) / tasks, redisMsPerTask: (redis * 1000) / tasks,
       coresBusy: ((machine.busy - before.machine.busy) / (machine.total - before.machine.total)) * os.cpus().length };
   } finally {
@@ -113,7 +136,7 @@ async function main(): Promise<void> {
     for (const p of passes) {
       lines.push(`  ${p.instances} instance${p.instances > 1 ? 's' : ''}: ${Math.round(p.tasks / p.seconds)} tasks/s (${p.tasks} tasks, submit to last success ${p.seconds.toFixed(1)} s), ` +
         `${p.cpuMsPerTask.toFixed(2)} ms of gateway CPU per task (PostgreSQL ${p.postgresMsPerTask.toFixed(2)}, Redis ${p.redisMsPerTask.toFixed(2)}; ${p.coresBusy.toFixed(2)} of ${os.cpus().length} cores busy), ` +
-        `${p.commitsPerTask.toFixed(1)} PostgreSQL commits per task; ` +
+        `${p.commitsPerTask.toFixed(1)} PostgreSQL commits and ${p.walKbPerTask.toFixed(1)} KB of its write-ahead log per task; ` +
         `${p.succeeded} of ${p.tasks} stored tasks succeeded, ${p.accepted} submits answered 2xx`);
     }
     const [one, two] = passes as [Pass, Pass];
