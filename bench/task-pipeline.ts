@@ -17,9 +17,9 @@ import { commandCpuSeconds, cpuSeconds, createToken, machineCpuSeconds, requireW
 const DURATION_S = Number(process.env.BENCH_DURATION_S ?? 5);
 const CONNECTIONS = 32;
 /**
- * Submits before the figures, and their tasks' runs: after 2 s one instance's next 5 s took 2.4 ms
- * of CPU a task and the 5 s after them 1.9 to 2.0 (V8 still compiling the path); the figures are
- * of instances in their steady state.
+ * Submits before the figures, and their tasks' runs: after 3 s of them one instance's next 5 s
+ * took 2.4 ms of CPU a task and the two rounds of 5 s after them 1.9 and 2.0; the figures are of
+ * instances in their steady state.
  */
 const WARM_UP_S = 10;
 const PG_URL = process.env.TEST_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
