@@ -57,11 +57,19 @@ export async function createToken(server: BenchServer, userId: string): Promise<
   return ((await res.json()) as { token: string }).token;
 }
 
-/** CPU time (user and system) a process has used so far, in seconds, from /proc (USER_HZ is 100 on Linux). */
-export function cpuSeconds(pid: number): number {
+/**
+ * Seconds of a process's CPU counters from /proc/<pid>/stat (USER_HZ is 100 on Linux): utime and
+ * stime (fields 14 and 15), and with `endedChildren` cutime and cstime (16 and 17) too.
+ */
+function statCpuSeconds(pid: number, endedChildren: boolean): number {
+  // The fields after the command's name, which may hold spaces: utime is the 12th of them.
   const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  // utime and stime are fields 14 and 15 of stat, 12 and 13 after the command's name.
-  return (Number(fields[11]) + Number(fields[12])) / 100;
+  return fields.slice(11, endedChildren ? 15 : 13).reduce((ticks, field) => ticks + Number(field), 0) / 100;
+}
+
+/** CPU time (user and system) a process has used so far, in seconds, from /proc. */
+export function cpuSeconds(pid: number): number {
+  return statCpuSeconds(pid, false);
 }
 
 /**
@@ -75,10 +83,7 @@ export function commandCpuSeconds(command: string): number {
   for (const pid of fs.readdirSync('/proc')) {
     if (!/^\d+$/.test(pid)) continue;
     try {
-      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() !== command) continue;
-      // utime, stime, cutime and cstime are fields 14 to 17 of stat, 12 to 15 after the command's name.
-      const fields = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      sum += fields.slice(11, 15).reduce((ticks, field) => ticks + Number(field), 0) / 100;
+      if (fs.readFileSync(`/proc/${pid}/comm`, 'utf8').trim() === command) sum += statCpuSeconds(Number(pid), true);
     } catch {
       // the process ended meanwhile
     }
