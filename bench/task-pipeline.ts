@@ -1,10 +1,11 @@
 // The task pipeline on PostgreSQL + Redis with the noop engine (every task succeeds at once, so the
 // gateway alone is measured), with one instance (pinned to core 0) and then two (cores 0 and 1):
-// async submits (POST /v1/images/generations, x-async) at 32 connections in all by wrk, then the
-// time until every task has succeeded. Prints tasks per second from the first submit to the last
-// success, the gateway CPU per task (all instances, from /proc) and beside it PostgreSQL's and
-// Redis's CPU per task and the machine's busy cores, PostgreSQL commits per task, whether every
-// accepted submit was stored and every stored task succeeded. Needs wrk (Debian's package `wrk`).
+// after a warm-up and an ANALYZE of the tables, async submits (POST /v1/images/generations,
+// x-async) at 32 connections in all by wrk, then the time until every task has succeeded. Prints
+// tasks per second from the first submit to the last success, the gateway CPU per task (all
+// instances, from /proc) and beside it PostgreSQL's and Redis's CPU per task and the machine's busy
+// cores, PostgreSQL commits and write-ahead log per task, whether every accepted submit was stored
+// and every stored task succeeded. Needs wrk (Debian's package `wrk`).
 // BENCH_DURATION_S (default 5) sets the submit phase.
 import { execFile, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
