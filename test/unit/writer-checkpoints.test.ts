@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import SQLite from 'better-sqlite3';
 import { sqliteBackgroundWriter, WRITER_AUTOCHECKPOINT_PAGES } from '../../src/storage/background-writer.ts';
+import { SQLite } from '../../src/storage/sqlite-driver.ts';
 
 describe('the background writer thread', () => {
   it('writes every row of a long batch in its transaction and keeps the write-ahead log to a few hundred pages', async () => {
