@@ -540,6 +540,16 @@ describe('chat upstream failures before an answer', () => {
     assert.equal(silent.status, 504);
     assertApiError(await silent.json(), 'upstream_timeout', null);
 
+    // A whole answer that falls silent halfway: the gap between its bytes is bounded too, and it is not sent again.
+    const beforeStall = fake.requests.length;
+    fake.script({ kind: 'hold', afterChunks: 0, release: new Promise<void>(() => undefined) });
+    const stalled = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
+    assert.equal(stalled.status, 504);
+    const stalledBody = await stalled.json();
+    assertApiError(stalledBody, 'upstream_timeout', null);
+    assert.match(stalledBody.error.message, /answer broke off/);
+    assert.equal(fake.requests.length - beforeStall, 1);
+
     // A whole answer that breaks off halfway is the upstream's failure, not sent again (it ran).
     const before = fake.requests.length;
     fake.script({ kind: 'reset_mid_stream', afterChunks: 0 });

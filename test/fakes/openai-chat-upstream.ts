@@ -34,7 +34,7 @@ export type Behaviour =
   | { kind: 'no_done' }
   /** Streams without a usage chunk even when asked (as some servers do). */
   | { kind: 'no_usage' }
-  /** Streams `afterChunks` content chunks, then waits for `release` before the rest. */
+  /** Streams `afterChunks` content chunks (a whole answer: half its body), then waits for `release` before the rest. */
   | { kind: 'hold'; afterChunks: number; release: Promise<void> }
   /** Waits `delayMs` before each chunk (and before a non-streamed answer). */
   | { kind: 'slow'; delayMs: number }
@@ -169,6 +169,13 @@ export async function startFakeChatUpstream(opts: { record?: boolean; port?: num
         service_tier: 'default',
       });
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(completion) });
+      if (behaviour?.kind === 'hold') {
+        // Half the answer goes out, then nothing until the release.
+        res.write(completion.slice(0, completion.length >> 1));
+        await behaviour.release;
+        res.end(completion.slice(completion.length >> 1));
+        return;
+      }
       if (behaviour?.kind !== 'reset_mid_stream') {
         res.end(completion);
         return;

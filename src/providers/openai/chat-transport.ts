@@ -1,7 +1,7 @@
 import { setTimeout as delay } from 'node:timers/promises';
 import { failSpan, inSpan, upstreamCallSpec } from '../../telemetry/tracing.ts';
 import type { IncomingHttpHeaders } from 'node:http';
-import { Pool, type Dispatcher } from 'undici';
+import { errors, Pool, type Dispatcher } from 'undici';
 import { ApiError, UpstreamApiError } from '../../core/errors.ts';
 import { backoffMs } from '../../core/backoff.ts';
 import { mayRetry } from '../retry-gate.ts';
@@ -114,24 +114,38 @@ class WholeAnswer implements Answered {
   }
 }
 
+/** A whole answer's deadline passed (a timer's callback: no closure per call). */
+function wholeAnswerTimedOut(handler: WholeAnswerHandler): void {
+  handler.timedOut();
+}
+
 /**
  * Gathers a whole answer's bytes as they arrive (undici's dispatch handler): no response stream
  * and no async resource per call, which a request whose answer is read whole does not need.
  * Listens to the caller's signal itself (an EventListener object: no closure per call).
+ *
+ * It keeps the transport's timeout itself, with a timer of Node's that it clears when the answer
+ * ends: undici's own timeouts keep each request's timer object in a list for up to a second after
+ * the request, long enough for every one to reach V8's old generation, where they piled up as
+ * garbage at some 2,000 at a time under load. The same errors as undici's (the retry loop reads
+ * their codes): no headers within the timeout, or a gap that long between the body's bytes.
  */
 class WholeAnswerHandler implements Dispatcher.DispatchHandler {
   readonly #provider: string;
   readonly #signal: AbortSignal;
+  readonly #timeoutMs: number;
   readonly #resolve: (answer: WholeAnswer) => void;
   readonly #reject: (err: unknown) => void;
   #controller: Dispatcher.DispatchController | undefined;
+  #timer: NodeJS.Timeout | undefined;
   #statusCode = 0;
   #retryAfter: string | undefined;
   readonly #chunks: Buffer[] = [];
 
-  constructor(provider: string, signal: AbortSignal, resolve: (answer: WholeAnswer) => void, reject: (err: unknown) => void) {
+  constructor(provider: string, signal: AbortSignal, timeoutMs: number, resolve: (answer: WholeAnswer) => void, reject: (err: unknown) => void) {
     this.#provider = provider;
     this.#signal = signal;
+    this.#timeoutMs = timeoutMs;
     this.#resolve = resolve;
     this.#reject = reject;
     signal.addEventListener('abort', this);
@@ -142,22 +156,34 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
     this.#controller?.abort(this.#signal.reason as Error);
   }
 
+  timedOut(): void {
+    this.#timer = undefined;
+    this.#controller?.abort(this.#statusCode === 0 ? new errors.HeadersTimeoutError() : new errors.BodyTimeoutError());
+  }
+
   onRequestStart(controller: Dispatcher.DispatchController): void {
-    if (this.#signal.aborted) controller.abort(this.#signal.reason as Error);
-    else this.#controller = controller;
+    if (this.#signal.aborted) {
+      controller.abort(this.#signal.reason as Error);
+      return;
+    }
+    this.#controller = controller;
+    this.#timer = setTimeout(wholeAnswerTimedOut, this.#timeoutMs, this);
   }
 
   onResponseStart(_controller: Dispatcher.DispatchController, statusCode: number, headers: IncomingHttpHeaders): void {
     this.#statusCode = statusCode;
     this.#retryAfter = retryAfterOf(headers);
+    this.#timer?.refresh();
   }
 
   onResponseData(_controller: Dispatcher.DispatchController, chunk: Buffer): void {
     this.#chunks.push(chunk);
+    this.#timer?.refresh();
   }
 
   onResponseEnd(): void {
     this.#signal.removeEventListener('abort', this);
+    clearTimeout(this.#timer);
     const chunks = this.#chunks;
     this.#resolve(new WholeAnswer(this.#statusCode, this.#retryAfter, (chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks)).toString('utf8')));
   }
@@ -168,6 +194,7 @@ class WholeAnswerHandler implements Dispatcher.DispatchHandler {
    */
   onResponseError(_controller: Dispatcher.DispatchController, err: Error): void {
     this.#signal.removeEventListener('abort', this);
+    clearTimeout(this.#timer);
     if (this.#statusCode === 0 || this.#signal.aborted) {
       this.#reject(err);
       return;
@@ -195,7 +222,8 @@ export class ChatTransport {
   constructor(opts: ChatTransportOptions) {
     this.opts = opts;
     const base = new URL(opts.baseURL);
-    this.#pool = new Pool(base.origin, { connections: opts.concurrency, headersTimeout: opts.timeoutMs, bodyTimeout: opts.timeoutMs });
+    // Each request sets its own timeouts (#request).
+    this.#pool = new Pool(base.origin, { connections: opts.concurrency });
     this.#basePath = base.pathname.replace(/\/+$/, '');
     this.#headers = { 'content-type': 'application/json', ...(opts.authHeaders ?? (opts.apiKey ? { authorization: `Bearer ${opts.apiKey}` } : {})) };
   }
@@ -206,23 +234,28 @@ export class ChatTransport {
    * ApiErrors (a body that broke off too), except the abort of `signal`, which is rethrown as it is.
    */
   async answer(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<string> {
-    const options = this.#request(body, path, extraHeaders, 'application/json');
+    // The handler keeps the timeout (see WholeAnswerHandler): undici's are off for this request.
+    const options = this.#request(body, path, extraHeaders, 'application/json', 0);
     const answer = await this.#exchange(path, signal, () => new Promise<WholeAnswer>((resolve, reject) => {
-      this.#pool.dispatch(options, new WholeAnswerHandler(this.opts.provider, signal, resolve, reject));
+      this.#pool.dispatch(options, new WholeAnswerHandler(this.opts.provider, signal, this.opts.timeoutMs, resolve, reject));
     }));
     return answer.text;
   }
 
   /** As answer, for a streamed answer: resolves with its body, unread. */
   async stream(body: string, signal: AbortSignal, path = CHAT_PATH, extraHeaders: Record<string, string> = {}): Promise<StreamBody> {
-    const options = this.#request(body, path, extraHeaders, 'text/event-stream', signal);
+    const options = this.#request(body, path, extraHeaders, 'text/event-stream', this.opts.timeoutMs, signal);
     const answer = await this.#exchange(path, signal, async () => new StreamAnswer(await this.#pool.request(options)));
     return answer.body;
   }
 
-  /** A POST of `body` to `path` with the transport's headers, `extraHeaders` and `accept`; `signal` for a request read as a stream (a whole answer's handler listens to it itself). */
-  #request(body: string, path: string, extraHeaders: Record<string, string>, accept: string, signal?: AbortSignal): Dispatcher.RequestOptions {
-    return { method: 'POST', path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept }, body, signal };
+  /**
+   * A POST of `body` to `path` with the transport's headers, `extraHeaders` and `accept`, and
+   * undici's headers and body timeouts at `undiciTimeoutMs` (0: none); `signal` for a request read
+   * as a stream (a whole answer's handler listens to it itself).
+   */
+  #request(body: string, path: string, extraHeaders: Record<string, string>, accept: string, undiciTimeoutMs: number, signal?: AbortSignal): Dispatcher.RequestOptions {
+    return { method: 'POST', path: this.#basePath + path, headers: { ...extraHeaders, ...this.#headers, accept }, body, signal, headersTimeout: undiciTimeoutMs, bodyTimeout: undiciTimeoutMs };
   }
 
   /** Sends by `send` until an answer is 2xx, or fails for good (see the class). */
