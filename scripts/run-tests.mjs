@@ -1,7 +1,7 @@
 // Runs the test suite with node:test. Node 22.18 and later strip TypeScript types themselves
 // (the code uses only erasable syntax: tsconfig.json erasableSyntaxOnly); on older Node the tests
-// run from the JavaScript of scripts/test-tree.mjs (the processes they start load the sources
-// through scripts/typescript-loader.mjs). With --typecheck, `tsc --noEmit` runs beside
+// run from the JavaScript of scripts/test-tree.mjs, and so do the `gengate` processes they start
+// (test/support/typescript-loader.ts). With --typecheck, `tsc --noEmit` runs beside
 // the suite (the two together take the time of the longer), and either failing fails the run.
 // Test files given as arguments run instead of every one.
 import { spawn } from 'node:child_process';

@@ -1,5 +1,5 @@
 import { after, before, describe, it } from 'node:test';
-import { NODE_CACHE_ENV, TYPESCRIPT_LOADER } from './support/typescript-loader.ts';
+import { NODE_CACHE_ENV, CLI_ARGS } from './support/typescript-loader.ts';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
@@ -173,7 +173,7 @@ describe('the admin token on first start', () => {
   it('is generated, printed once with a first curl, and works on /admin and /v1', async () => {
     const dataDir = tempDataDir();
     const start = () => new Promise<{ token?: string; url: string; stdout: string; stop: () => Promise<void> }>((resolve, reject) => {
-      const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', 'serve'], {
+      const child = spawn(process.execPath, [...CLI_ARGS, 'serve'], {
         env: { PATH: process.env.PATH!, ...NODE_CACHE_ENV, PORT: '0', DATA_DIR: dataDir, LOG_LEVEL: 'silent' },
       });
       let stdout = '';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { TYPESCRIPT_LOADER } from './support/typescript-loader.ts';
+import { CLI_ARGS } from './support/typescript-loader.ts';
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -675,7 +675,7 @@ describe('catalog validate command', () => {
 
 describe('gengate catalog validate (the CLI)', () => {
   const cli = (file: string) =>
-    spawnSync(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', 'catalog', 'validate', file], { cwd: ROOT, encoding: 'utf8' });
+    spawnSync(process.execPath, [...CLI_ARGS, 'catalog', 'validate', file], { cwd: ROOT, encoding: 'utf8' });
 
   it('exits 0 for the built-in catalog', () => {
     const run = cli(BUILTIN_CATALOG_PATH);

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { NODE_CACHE_ENV, TYPESCRIPT_LOADER } from './typescript-loader.ts';
+import { NODE_CACHE_ENV, CLI_ARGS } from './typescript-loader.ts';
 
 export interface CliResult {
   code: number | null;
@@ -12,7 +12,7 @@ export interface CliResult {
 /** Runs `gengate …` (src/cli.ts) in its own process with only the given env, and waits for it to exit. */
 export function runCli(args: string[], env: Record<string, string>): Promise<CliResult> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', ...args], { env: { PATH: process.env.PATH!, ...NODE_CACHE_ENV, ...env } });
+    const child = spawn(process.execPath, [...CLI_ARGS, ...args], { env: { PATH: process.env.PATH!, ...NODE_CACHE_ENV, ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { NODE_CACHE_ENV, TYPESCRIPT_LOADER } from './typescript-loader.ts';
+import { NODE_CACHE_ENV, CLI_ARGS } from './typescript-loader.ts';
 import { once } from 'node:events';
 
 /** A `gengate serve` running as its own process, as an operator starts it. */
@@ -14,7 +14,7 @@ export interface ServerProcess {
 
 /** Starts the server as a child process (PORT 0 unless given) and resolves once it listens. */
 export async function spawnServer(env: Record<string, string>, timeoutMs = 30_000): Promise<ServerProcess> {
-  const child = spawn(process.execPath, [...TYPESCRIPT_LOADER, 'src/cli.ts', 'serve'], {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'serve'], {
     env: { PATH: process.env.PATH!, ...NODE_CACHE_ENV, PORT: '0', HOST: '127.0.0.1', LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

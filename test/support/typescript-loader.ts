@@ -1,8 +1,21 @@
+import fs from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/** The JavaScript of src/cli.ts beside this module's, when this module runs from the test tree (scripts/test-tree.mjs). */
+const treeCli = new URL('../../src/cli.js', import.meta.url);
+
 /**
- * Node arguments a child process needs to run the TypeScript sources: none where Node strips
- * types itself (Node 22.18 and later), scripts/typescript-loader.mjs before that.
+ * Node arguments that run `gengate` (src/cli.ts) in a child process: the source itself where Node
+ * strips types (22.18 and later). Before that, when the tests run from the test tree, its
+ * JavaScript of the CLI (stack traces on the .ts lines through its source maps), which needs no
+ * module hooks: they cost each process over a second, most of it the hooks' thread. Else the
+ * source through scripts/typescript-loader.mjs.
  */
-export const TYPESCRIPT_LOADER: readonly string[] = (process.features as { typescript?: unknown }).typescript ? [] : ['--import', new URL('../../scripts/typescript-loader.mjs', import.meta.url).href];
+export const CLI_ARGS: readonly string[] = (process.features as { typescript?: unknown }).typescript
+  ? ['src/cli.ts']
+  : import.meta.url.endsWith('.js') && fs.existsSync(treeCli)
+    ? ['--enable-source-maps', fileURLToPath(treeCli)]
+    : ['--import', new URL('../../scripts/typescript-loader.mjs', import.meta.url).href, 'src/cli.ts'];
 
 /**
  * The test run's compile cache (scripts/run-tests.mjs sets it), for a child started with an env of
