@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import net from 'node:net';
 import http from 'node:http';
 import { startTestServer, type TestServer } from './support/server.ts';
-import { startFakeChatUpstream, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
+import { startFakeChatUpstream, type Behaviour, type FakeChatUpstream } from './fakes/openai-chat-upstream.ts';
 import { contentOf, sseData } from './support/sse.ts';
 import { eventually } from './support/wait.ts';
 
@@ -540,25 +540,20 @@ describe('chat upstream failures before an answer', () => {
     assert.equal(silent.status, 504);
     assertApiError(await silent.json(), 'upstream_timeout', null);
 
-    // A whole answer that falls silent halfway: the gap between its bytes is bounded too, and it is not sent again.
-    const beforeStall = fake.requests.length;
-    fake.script({ kind: 'hold', afterChunks: 0, release: new Promise<void>(() => undefined) });
-    const stalled = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
-    assert.equal(stalled.status, 504);
-    const stalledBody = await stalled.json();
-    assertApiError(stalledBody, 'upstream_timeout', null);
-    assert.match(stalledBody.error.message, /answer broke off/);
-    assert.equal(fake.requests.length - beforeStall, 1);
-
-    // A whole answer that breaks off halfway is the upstream's failure, not sent again (it ran).
-    const before = fake.requests.length;
-    fake.script({ kind: 'reset_mid_stream', afterChunks: 0 });
-    const cut = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
-    assert.equal(cut.status, 502);
-    const cutBody = await cut.json();
-    assertApiError(cutBody, 'upstream_error', null);
-    assert.match(cutBody.error.message, /answer broke off/);
-    assert.equal(fake.requests.length - before, 1);
+    // A whole answer that stops halfway, by falling silent (the gap between its bytes is bounded
+    // too) or by being cut (the upstream's failure): an error that says so, and not sent again (it ran).
+    const brokenOff = async (behaviour: Behaviour, status: number, code: string) => {
+      const before = fake.requests.length;
+      fake.script(behaviour);
+      const res = await srv.fetch('/v1/chat/completions', { method: 'POST', token, json: { model: 'qwen-plus', messages, stream: false } });
+      assert.equal(res.status, status, behaviour.kind);
+      const body = await res.json();
+      assertApiError(body, code, null);
+      assert.match(body.error.message, /answer broke off/);
+      assert.equal(fake.requests.length - before, 1, behaviour.kind);
+    };
+    await brokenOff({ kind: 'hold', afterChunks: 0, release: new Promise<void>(() => undefined) }, 504, 'upstream_timeout');
+    await brokenOff({ kind: 'reset_mid_stream', afterChunks: 0 }, 502, 'upstream_error');
   });
 
   it('ends a stream whose upstream falls silent midway with an upstream_timeout event', async () => {
