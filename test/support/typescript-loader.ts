@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
-/** The JavaScript of src/cli.ts beside this module's, when this module runs from the test tree (scripts/test-tree.mjs). */
+/** The JavaScript of src/cli.ts, which only the test tree (scripts/test-tree.mjs) has. */
 const treeCli = new URL('../../src/cli.js', import.meta.url);
 
 /**
@@ -13,7 +13,7 @@ const treeCli = new URL('../../src/cli.js', import.meta.url);
  */
 export const CLI_ARGS: readonly string[] = (process.features as { typescript?: unknown }).typescript
   ? ['src/cli.ts']
-  : import.meta.url.endsWith('.js') && fs.existsSync(treeCli)
+  : fs.existsSync(treeCli)
     ? ['--enable-source-maps', fileURLToPath(treeCli)]
     : ['--import', new URL('../../scripts/typescript-loader.mjs', import.meta.url).href, 'src/cli.ts'];
 
