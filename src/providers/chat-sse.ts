@@ -82,33 +82,154 @@ export interface StreamOptions {
   signal: AbortSignal;
 }
 
+const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+
 /**
  * The chat chunks of an upstream's server-sent events, as `translator` makes them. The upstream's
  * own error event, a frame that cannot be read, a broken connection and an incomplete answer
  * are all thrown as ApiErrors, so a failed stream never looks finished. The abort of `signal` is
  * rethrown as it is.
+ *
+ * Written out rather than as an async generator over the body's own async iterator: a stream's
+ * chunks come a while apart, and each wait of those two layers kept a dozen promises and
+ * generator requests alive across young collections (promoted, then dropped), for every chunk
+ * of every open stream. Here the body is read as it arrives (paused while chunks wait for the
+ * reader) and a wait costs one promise. Read by one reader at a time, as a for-await reads.
  */
-export async function* translatedChunks(body: Readable, translator: StreamTranslator, opts: StreamOptions): AsyncGenerator<ChatChunk> {
-  // The events are read here rather than from sseData: one async step per chunk fewer, and no
-  // wrapper per event around the translator's array.
-  body.setEncoding('utf8');
-  const events = new SseEvents();
-  try {
-    for await (const text of body as AsyncIterable<string>) {
-      for (const data of events.push(text)) {
-        if (translator.finished) continue;
-        for (const chunk of translator.push(data)) yield chunk;
+class TranslatedChunks implements AsyncIterableIterator<ChatChunk> {
+  private readonly events = new SseEvents();
+  /** Chunks made and not yet read. */
+  private readonly queue: ChatChunk[] = [];
+  /** How the stream ended, once it has, given to the reader after the queued chunks. */
+  private outcome: { error?: unknown } | undefined;
+  /** Whether the reader was given the outcome: nothing more is read or given. */
+  private over = false;
+  private waiter: { resolve(result: IteratorResult<ChatChunk>): void; reject(err: unknown): void } | undefined;
+  private readonly body: Readable;
+  private readonly translator: StreamTranslator;
+  private readonly opts: StreamOptions;
+
+  constructor(body: Readable, translator: StreamTranslator, opts: StreamOptions) {
+    this.body = body;
+    this.translator = translator;
+    this.opts = opts;
+    body.setEncoding('utf8');
+    body.on('data', this.read);
+    body.on('end', this.ended);
+    body.on('error', this.broke);
+    // Destroyed without an error before its end (a for-await over it throws a premature close).
+    body.on('close', this.closed);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ChatChunk>> {
+    const chunk = this.queue.shift();
+    if (chunk !== undefined) {
+      if (this.queue.length === 0 && this.outcome === undefined) this.body.resume();
+      return Promise.resolve({ done: false, value: chunk });
+    }
+    if (this.outcome !== undefined) return this.settle();
+    return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  return(): Promise<IteratorResult<ChatChunk>> {
+    this.finish();
+    return Promise.resolve(DONE);
+  }
+
+  private readonly read = (text: string): void => {
+    // A refused frame ended the stream; the rest of the body is not read.
+    if (this.outcome !== undefined) return;
+    try {
+      for (const data of this.events.push(text)) {
+        if (!this.translator.finished) this.queue.push(...this.translator.push(data));
+      }
+    } catch (err) {
+      this.stop({ error: err });
+      return;
+    }
+    this.handOver();
+  };
+
+  private readonly ended = (): void => {
+    const last = this.events.end();
+    try {
+      if (last !== undefined && !this.translator.finished) this.queue.push(...this.translator.push(last));
+    } catch (err) {
+      this.stop({ error: err });
+      return;
+    }
+    this.stop({});
+  };
+
+  private readonly broke = (err: Error): void => this.stop({ error: err });
+
+  private readonly closed = (): void => {
+    if (this.outcome === undefined) this.stop({ error: Object.assign(new Error('Premature close'), { code: 'ERR_STREAM_PREMATURE_CLOSE' }) });
+  };
+
+  /** The body is done with (ended, failed, or a frame refused): what is queued goes first. */
+  private stop(outcome: { error?: unknown }): void {
+    if (this.outcome !== undefined) return;
+    this.outcome = outcome;
+    this.handOver();
+  }
+
+  /** A waiting reader gets the next chunk, or the outcome; chunks left over pause the body until read. */
+  private handOver(): void {
+    const waiter = this.waiter;
+    if (waiter) {
+      const chunk = this.queue.shift();
+      if (chunk !== undefined) {
+        this.waiter = undefined;
+        waiter.resolve({ done: false, value: chunk });
+      } else if (this.outcome !== undefined) {
+        this.waiter = undefined;
+        this.settle().then(waiter.resolve, waiter.reject);
+        return;
       }
     }
-    const last = events.end();
-    if (last !== undefined && !translator.finished) for (const chunk of translator.push(last)) yield chunk;
-  } catch (err) {
-    opts.signal.throwIfAborted();
-    if (err instanceof ApiError) throw err;
-    throw midStreamError(opts.provider, err as Error, opts.timeoutMs);
-  } finally {
-    // The caller stopped early (client gone, error): drop the upstream response.
+    if (this.queue.length > 0 && this.outcome === undefined) this.body.pause();
+  }
+
+  /** The outcome for the reader: the closing chunks, done, or the failure as the caller sees it. */
+  private settle(): Promise<IteratorResult<ChatChunk>> {
+    if (this.over) return Promise.resolve(DONE);
+    const { error } = this.outcome!;
+    this.finish();
+    try {
+      if (error !== undefined) {
+        this.opts.signal.throwIfAborted();
+        if (error instanceof ApiError) throw error;
+        throw midStreamError(this.opts.provider, error as Error, this.opts.timeoutMs);
+      }
+      this.queue.push(...this.translator.end());
+    } catch (err) {
+      return Promise.reject(err);
+    }
+    const chunk = this.queue.shift();
+    return Promise.resolve(chunk === undefined ? DONE : { done: false, value: chunk });
+  }
+
+  /** Nothing more is read: the upstream response is dropped unless it ended (client gone, error, or done). */
+  private finish(): void {
+    if (this.over) return;
+    this.over = true;
+    this.outcome ??= {};
+    this.queue.length = 0;
+    const { body } = this;
+    body.off('data', this.read);
+    body.off('end', this.ended);
+    body.off('close', this.closed);
+    // An error after this point has no reader; the listener stays so it is not an uncaught one.
     if (!body.readableEnded) body.destroy();
   }
-  for (const chunk of translator.end()) yield chunk;
+}
+
+/** The chat chunks of an upstream's server-sent events (see TranslatedChunks). */
+export function translatedChunks(body: Readable, translator: StreamTranslator, opts: StreamOptions): AsyncIterableIterator<ChatChunk> {
+  return new TranslatedChunks(body, translator, opts);
 }

@@ -38,6 +38,6 @@ class OpenAiStream implements StreamTranslator {
 }
 
 /** The chunks of an OpenAI chat stream (see translatedChunks). */
-export function chatChunks(body: Readable, opts: StreamOptions): AsyncGenerator<ChatChunk> {
+export function chatChunks(body: Readable, opts: StreamOptions): AsyncIterableIterator<ChatChunk> {
   return translatedChunks(body, new OpenAiStream(opts.provider), opts);
 }
