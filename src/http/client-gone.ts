@@ -5,6 +5,13 @@ import type { FastifyReply } from 'fastify';
 const gone = new WeakMap<Socket, AbortSignal>();
 
 /**
+ * What every connection's signal aborts with. Made once: a connection's close aborts its signal
+ * whether a call still listens or not, and a DOMException made then (its stack captured) cost
+ * each closed connection more than the signal itself.
+ */
+const CLIENT_GONE = new DOMException('The client went away', 'AbortError');
+
+/**
  * Aborted when the client goes away before the answer is complete (its connection closes): the
  * model call behind it stops. One signal per connection, which its calls share one after another,
  * not one per call: a new AbortController per call costs more than the rest of routing, and on
@@ -17,7 +24,7 @@ export function clientGoneSignal(reply: FastifyReply): AbortSignal {
   let signal = gone.get(socket);
   if (!signal) {
     const controller = new AbortController();
-    socket.once('close', () => controller.abort());
+    socket.once('close', () => controller.abort(CLIENT_GONE));
     signal = controller.signal;
     gone.set(socket, signal);
   }
