@@ -11,6 +11,7 @@ import { StreamedReply } from './streamed-reply.ts';
 import { keptCompletionChars } from '../providers/kept-json.ts';
 import { failSpan, GEN_AI, openSpan, SpanKind, tracingEnabled, withSpan } from '../telemetry/tracing.ts';
 import type { Span } from '@opentelemetry/api';
+import { DONE } from '../core/iteration-done.ts';
 
 /** A chat model needs one of these types (else 400 model_capability_mismatch). */
 export const CHAT_CAPABILITIES: readonly CapabilityName[] = ['text_generate', 'omni'];
@@ -246,44 +247,112 @@ export class ChatService {
     return { model, chatModel: this.deps.models.chatModelFor(model), added, messages };
   }
 
-  /**
-   * The model's chunks as the client gets them: named by the catalog alias, always ending with a
-   * usage chunk (estimated when the model sent none), and the turn stored before the stream ends.
-   */
-  private async *relay(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined, traced: { span: Span; route: ServedRoute | undefined } | undefined): AsyncGenerator<ChatChunk> {
-    const alias = request.model.alias;
-    const reply = turn ? new StreamedReply() : undefined;
-    let usage: ChatUsage | undefined;
-    // Until the model sends its usage, the characters it may have to be estimated from, counted
-    // as the chunks pass (keeping the chunks instead held each stream's whole answer to its end).
-    let completionChars = 0;
-    let last: ChatChunk | undefined;
-    try {
-      for await (const chunk of chunks) {
-        chunk.model = alias;
-        if (chunk.usage) usage = chunk.usage;
-        else if (!usage) completionChars += completionCharsOf(chunk);
-        reply?.add(chunk);
-        last = chunk;
-        yield chunk;
-      }
-      if (!usage) {
-        usage = estimatedUsage(request, completionChars);
-        yield {
+  private relay(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined, traced: TracedCall | undefined): AsyncIterableIterator<ChatChunk> {
+    return new RelayedChunks(chunks, request, turn, traced, this.deps.conversations);
+  }
+}
+
+interface TracedCall {
+  span: Span;
+  route: ServedRoute | undefined;
+}
+
+/**
+ * The model's chunks as the client gets them: named by the catalog alias, always ending with a
+ * usage chunk (estimated when the model sent none), and the turn stored before the stream ends.
+ * Written out rather than as an async generator, which cost each chunk of every open stream a
+ * generator request and two more promises, alive across young collections while the next chunk
+ * is awaited. Read by one reader at a time, as a for-await reads.
+ */
+class RelayedChunks implements AsyncIterableIterator<ChatChunk> {
+  private readonly inner: AsyncIterator<ChatChunk>;
+  private readonly reply: StreamedReply | undefined;
+  private usage: ChatUsage | undefined;
+  // Until the model sends its usage, the characters it may have to be estimated from, counted
+  // as the chunks pass (keeping the chunks instead held each stream's whole answer to its end).
+  private completionChars = 0;
+  private last: ChatChunk | undefined;
+  /** relaying the model's chunks; closing once they ended (the turn to store, the span to end); over. */
+  private state: 'relaying' | 'closing' | 'over' = 'relaying';
+  private readonly request: ChatRequest;
+  private readonly turn: ConversationTurn | undefined;
+  private readonly traced: TracedCall | undefined;
+  private readonly conversations: ConversationsRepo;
+
+  constructor(chunks: AsyncIterable<ChatChunk>, request: ChatRequest, turn: ConversationTurn | undefined, traced: TracedCall | undefined, conversations: ConversationsRepo) {
+    this.inner = chunks[Symbol.asyncIterator]();
+    this.reply = turn ? new StreamedReply() : undefined;
+    this.request = request;
+    this.turn = turn;
+    this.traced = traced;
+    this.conversations = conversations;
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  next(): Promise<IteratorResult<ChatChunk>> {
+    if (this.state === 'over') return Promise.resolve(DONE);
+    if (this.state === 'closing') return this.close();
+    return this.inner.next().then(this.passed, this.failed);
+  }
+
+  async return(): Promise<IteratorResult<ChatChunk>> {
+    const relaying = this.state === 'relaying';
+    this.end();
+    if (relaying) await this.inner.return?.();
+    return DONE;
+  }
+
+  private readonly passed = (result: IteratorResult<ChatChunk>): IteratorResult<ChatChunk> | Promise<IteratorResult<ChatChunk>> => {
+    if (result.done) {
+      this.state = 'closing';
+      if (this.usage) return this.close();
+      const last = this.last;
+      this.usage = estimatedUsage(this.request, this.completionChars);
+      return {
+        done: false,
+        value: {
           id: last?.id ?? 'chatcmpl-usage',
           object: 'chat.completion.chunk',
           created: last?.created ?? Math.floor(Date.now() / 1000),
-          model: alias,
+          model: this.request.model.alias,
           choices: [],
-          usage,
-        };
-      }
-      if (turn && reply) await this.deps.conversations.append(turn.ownerId, turn.id, [...turn.added, reply.message()]);
-    } catch (err) {
-      if (traced) failSpan(traced.span, err);
-      throw err;
-    } finally {
-      if (traced) endChatSpan(traced.span, traced.route, usage);
+          usage: this.usage,
+        },
+      };
     }
+    const chunk = result.value;
+    chunk.model = this.request.model.alias;
+    if (chunk.usage) this.usage = chunk.usage;
+    else if (!this.usage) this.completionChars += completionCharsOf(chunk);
+    this.reply?.add(chunk);
+    this.last = chunk;
+    return result;
+  };
+
+  private readonly failed = (err: unknown): never => {
+    if (this.traced && this.state !== 'over') failSpan(this.traced.span, err);
+    this.end();
+    throw err;
+  };
+
+  /** The model's answer is complete: the turn stored, then done. */
+  private async close(): Promise<IteratorResult<ChatChunk>> {
+    const { turn, reply } = this;
+    try {
+      if (turn && reply) await this.conversations.append(turn.ownerId, turn.id, [...turn.added, reply.message()]);
+    } catch (err) {
+      return this.failed(err);
+    }
+    this.end();
+    return DONE;
+  }
+
+  private end(): void {
+    if (this.state === 'over') return;
+    this.state = 'over';
+    if (this.traced) endChatSpan(this.traced.span, this.traced.route, this.usage);
   }
 }

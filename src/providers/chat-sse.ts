@@ -5,6 +5,7 @@
 import type { Readable } from 'node:stream';
 import { ApiError } from '../core/errors.ts';
 import type { ChatChunk } from './spec.ts';
+import { DONE } from '../core/iteration-done.ts';
 
 /**
  * The `data` of server-sent events in text that arrives in pieces, each event's as soon as its
@@ -81,8 +82,6 @@ export interface StreamOptions {
   timeoutMs: number;
   signal: AbortSignal;
 }
-
-const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
  * The chat chunks of an upstream's server-sent events, as `translator` makes them. The upstream's

@@ -10,6 +10,7 @@ import type { ChatCallOptions, ChatChunk, ChatCompletion, ChatModel, ChatParams,
 import type { Channel } from './channel.ts';
 import type { ChannelRouter, RouteOutcome, RouteTarget } from './router.ts';
 import { translateChatParams } from './translate.ts';
+import { DONE } from '../core/iteration-done.ts';
 
 /** A stream whose first chunk came: the rest follows from the same channel. */
 interface StartedStream<T = ChatChunk> {
@@ -120,8 +121,6 @@ class RoutedChatModel implements ChatModel {
     });
   }
 }
-
-const DONE: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
  * The rest of a started stream as its caller reads it: the first item, then the channel's own;
