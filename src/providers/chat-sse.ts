@@ -140,29 +140,30 @@ class TranslatedChunks implements AsyncIterableIterator<ChatChunk> {
   }
 
   private readonly read = (text: string): void => {
-    // A refused frame ended the stream; the rest of the body is not read.
-    if (this.outcome !== undefined) return;
-    try {
-      for (const data of this.events.push(text)) {
-        if (!this.translator.finished) this.queue.push(...this.translator.push(data));
-      }
-    } catch (err) {
-      this.stop({ error: err });
-      return;
-    }
-    this.handOver();
+    if (this.translate(this.events.push(text))) this.handOver();
   };
 
   private readonly ended = (): void => {
     const last = this.events.end();
+    if (this.translate(last === undefined ? [] : [last])) this.stop({});
+  };
+
+  /**
+   * Queues the chunks of these events' data; false once the stream has stopped, by a frame refused
+   * here (it stops with that error) or before: nothing after a refused frame is read.
+   */
+  private translate(events: readonly string[]): boolean {
+    if (this.outcome !== undefined) return false;
     try {
-      if (last !== undefined && !this.translator.finished) this.queue.push(...this.translator.push(last));
+      for (const data of events) {
+        if (!this.translator.finished) this.queue.push(...this.translator.push(data));
+      }
     } catch (err) {
       this.stop({ error: err });
-      return;
+      return false;
     }
-    this.stop({});
-  };
+    return true;
+  }
 
   private readonly broke = (err: Error): void => this.stop({ error: err });
 

@@ -1,5 +1,6 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { PassThrough } from 'node:stream';
 import { translatedChunks, type StreamTranslator } from '../../src/providers/chat-sse.ts';
 import { ApiError } from '../../src/core/errors.ts';
@@ -68,6 +69,14 @@ describe('the chat chunks of an upstream stream', () => {
     await assert.rejects(chunks.next(), { code: 'upstream_error', message: 'the upstream said bad' });
     assert.equal(body.destroyed, true);
     assert.equal(idOf(await chunks.next()), 'done');
+  });
+
+  it("reads nothing after the upstream's error event, not even the event the body ends in", async () => {
+    const { body, chunks } = open();
+    body.end('data: a\n\ndata: bad\n\ndata: c');
+    assert.equal(idOf(await chunks.next()), 'a');
+    await once(body, 'end');
+    await assert.rejects(chunks.next(), { code: 'upstream_error', message: 'the upstream said bad' });
   });
 
   it('fails a stream that ends without its last event as the translator says', async () => {
