@@ -6,8 +6,9 @@
 // instances, from /proc) and beside it PostgreSQL's and Redis's CPU per task and the machine's busy
 // cores, PostgreSQL commits and write-ahead log per task, whether every accepted submit was stored
 // and every stored task succeeded. Needs wrk (Debian's package `wrk`).
+// Before the passes it measures what a busy second core costs a process on the first.
 // BENCH_DURATION_S (default 5) sets the submit phase.
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import { promisify } from 'node:util';
@@ -120,6 +121,26 @@ async function pass(instances: number, client: pg.Client): Promise<Pass> {
   }
 }
 
+/** A fixed amount of work (integer arithmetic and small objects); prints the CPU milliseconds it took. */
+const FIXED_WORK = 'const t = process.cpuUsage(); let x = 0; const a = []; for (let i = 0; i < 3e7; i++) { x = (x * 31 + i) | 0; if ((i & 1023) === 0) { a.push({ x }); if (a.length > 5000) a.length = 0; } } const u = process.cpuUsage(t); console.log((u.user + u.system) / 1000, x & 1);';
+
+/**
+ * What a busy second core costs a process on the first: the CPU time of a fixed piece of work on
+ * core 0 with core 1 idle and with a spinning process on it, the least of three runs each. Where
+ * the two cores share a physical core or a power budget (virtual machines), the same work takes
+ * more CPU when both are busy, as they are in the two-instance pass.
+ */
+function secondCoreCost(): { alone: number; beside: number } {
+  const work = () => Math.min(...[0, 1, 2].map(() => Number(spawnSync('taskset', ['-c', '0', process.execPath, '-e', FIXED_WORK], { encoding: 'utf8' }).stdout.split(' ')[0])));
+  const alone = work();
+  const spinner = spawn('taskset', ['-c', '1', process.execPath, '-e', 'for (;;);'], { stdio: 'ignore' });
+  try {
+    return { alone, beside: work() };
+  } finally {
+    spinner.kill('SIGKILL');
+  }
+}
+
 async function main(): Promise<void> {
   requireWrk();
   const client = new pg.Client({ connectionString: PG_URL, connectionTimeoutMillis: 2000 });
@@ -132,8 +153,10 @@ async function main(): Promise<void> {
   const build = spawnSync('npm', ['run', 'build', '--silent'], { stdio: 'inherit' });
   if (build.status !== 0) throw new Error('npm run build failed');
   try {
+    const cores = secondCoreCost();
     const passes = [await pass(1, client), await pass(2, client)];
     const lines = [`task pipeline, noop engine, PostgreSQL + Redis, async submits at ${CONNECTIONS} connections for ${DURATION_S} s:`];
+    lines.push(`  this machine: a fixed piece of work took ${cores.alone.toFixed(0)} ms of CPU on core 0 with core 1 idle and ${cores.beside.toFixed(0)} ms with core 1 busy (${(cores.beside / cores.alone).toFixed(2)}x); the two-instance pass keeps both busy`);
     for (const p of passes) {
       lines.push(`  ${p.instances} instance${p.instances > 1 ? 's' : ''}: ${Math.round(p.tasks / p.seconds)} tasks/s (${p.tasks} tasks, submit to last success ${p.seconds.toFixed(1)} s), ` +
         `${p.cpuMsPerTask.toFixed(2)} ms of gateway CPU per task (PostgreSQL ${p.postgresMsPerTask.toFixed(2)}, Redis ${p.redisMsPerTask.toFixed(2)}; ${p.coresBusy.toFixed(2)} of ${os.cpus().length} cores busy), ` +
