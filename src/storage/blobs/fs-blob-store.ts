@@ -5,6 +5,22 @@ import { pipeline } from 'node:stream/promises';
 import type { Readable } from 'node:stream';
 import type { BlobStore } from './blob-store.ts';
 
+/**
+ * Renames `from` to `to`, making `to`'s directory only when the rename finds it missing: a store's
+ * directories exist after their first file, and each call on the disk is a round trip through
+ * libuv's thread pool (with the mkdir and a stat of the written file before every rename, a put of
+ * 4 KB took 530 to 725 µs of CPU against 480 to 565 without them).
+ */
+async function renameInto(from: string, to: string): Promise<void> {
+  try {
+    await fs.promises.rename(from, to);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
+    await fs.promises.mkdir(path.dirname(to), { recursive: true });
+    await fs.promises.rename(from, to);
+  }
+}
+
 /** Blob store on local disk under one root directory. */
 export class FsBlobStore implements BlobStore {
   private readonly tmpDir: string;
@@ -28,11 +44,15 @@ export class FsBlobStore implements BlobStore {
     // Write beside the target first so readers never see a half-written file.
     const tmp = path.join(this.tmpDir, randomUUID());
     try {
-      if (Buffer.isBuffer(source)) await fs.promises.writeFile(tmp, source);
-      else await pipeline(source, fs.createWriteStream(tmp));
-      await fs.promises.mkdir(path.dirname(target), { recursive: true });
-      const { size } = await fs.promises.stat(tmp);
-      await fs.promises.rename(tmp, target);
+      let size: number;
+      if (Buffer.isBuffer(source)) {
+        await fs.promises.writeFile(tmp, source);
+        size = source.length;
+      } else {
+        await pipeline(source, fs.createWriteStream(tmp));
+        ({ size } = await fs.promises.stat(tmp));
+      }
+      await renameInto(tmp, target);
       return size;
     } catch (err) {
       await fs.promises.rm(tmp, { force: true });
@@ -61,9 +81,7 @@ export class FsBlobStore implements BlobStore {
   }
 
   async move(from: string, to: string): Promise<void> {
-    const target = this.pathOf(to);
-    await fs.promises.mkdir(path.dirname(target), { recursive: true });
-    await fs.promises.rename(this.pathOf(from), target);
+    await renameInto(this.pathOf(from), this.pathOf(to));
   }
 
   async delete(key: string): Promise<void> {
