@@ -1,10 +1,11 @@
 // The chat hot path against its floor, on one core: Gengate (the built server, as `npm start` runs
 // it) pinned to core 0, and in the same run a bare forwarding proxy (node:http, keep-alive, bodies
 // piped) pinned to core 0 too; the upstream and the load generator (wrk -t1) pinned to core 1.
-// Non-streaming chat: the p50 and p99 each adds at one connection (the median of three rounds), the
-// sustained rate (the highest requests/s over 1 to 128 connections whose p99 stays under 20 ms
-// without an error), CPU per call (from /proc at 8 to 64 connections), and per step the event
-// loop's wait for the core and the CPU of the process's other threads; streams: 256 to 4,096
+// Non-streaming chat, after a warm-up that takes every step once: the p50 and p99 each adds at one
+// connection (the median of three rounds), the sustained rate (the highest requests/s over 1 to 128
+// connections whose p99 stays under 20 ms without an error), CPU per call (from /proc at 8 to 64
+// connections), and per step the event loop's wait for the core and the CPU of the process's other
+// threads; streams: 256 to 4,096
 // concurrent streaming calls of 20 chunks 100 ms apart, clean when every chunk and [DONE] arrive
 // with no gap over 500 ms; RSS throughout.
 // Needs wrk (Debian's package `wrk`). BENCH_DURATION_S (default 5) sets each load step.
