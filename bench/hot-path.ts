@@ -5,9 +5,8 @@
 // connection (the median of three rounds), the sustained rate (the highest requests/s over 1 to 128
 // connections whose p99 stays under 20 ms without an error), CPU per call (from /proc at 8 to 64
 // connections), and per step the event loop's wait for the core and the CPU of the process's other
-// threads; streams: 256 to 4,096
-// concurrent streaming calls of 20 chunks 100 ms apart, clean when every chunk and [DONE] arrive
-// with no gap over 500 ms; RSS throughout.
+// threads; streams: 256 to 4,096 concurrent streaming calls of 20 chunks 100 ms apart, clean when
+// every chunk and [DONE] arrive with no gap over 500 ms; RSS throughout.
 // Needs wrk (Debian's package `wrk`). BENCH_DURATION_S (default 5) sets each load step.
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import fs from 'node:fs';
