@@ -66,11 +66,6 @@ export function periodOf(period: CreditPeriod, at: number): { key: string; start
   return { key: 't', startDay: '0000-00-00' };
 }
 
-/** YYYY-MM-DD (UTC) of a time: the ledger's day. */
-export function dayOf(at: number): string {
-  return new Date(at).toISOString().slice(0, 10);
-}
-
 const CAPPED_FIELDS = ['requests_per_minute', 'tokens_per_minute', 'concurrent_tasks', 'credits'] as const;
 
 /**
