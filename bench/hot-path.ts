@@ -309,14 +309,17 @@ async function main(): Promise<void> {
         (f.cpuUsPerCall !== undefined ? `, CPU ${Math.round(f.cpuUsPerCall)} µs per call (${CPU_STEPS.join(', ')} connections)` : ''));
     }
     const streams: Record<string, string[]> = { 'bare proxy': [], gengate: [] };
+    /** The largest step up to which every step arrived clean: a burst of 4,096 clean after one of 2,048 that was not says nothing of 2,048. */
     const held: Record<string, number> = { 'bare proxy': 0, gengate: 0 };
+    const broken = new Set<string>();
     for (const target of targets.slice(1)) {
       await streamCapacity(target, 64); // warm-up
       for (const count of STREAM_STEPS) {
         stepPeak = { pid: target.pid!, mb: 0 };
         const result = await streamCapacity(target, count);
         streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms, slowest first chunk ${result.worstFirstMs} ms, RSS peak ${stepPeak.mb.toFixed(0)} MB)`);
-        if (result.clean === count) held[target.name] = count;
+        if (result.clean !== count) broken.add(target.name);
+        else if (!broken.has(target.name)) held[target.name] = count;
       }
     }
     lines.push(`streams of ${STREAM_CHUNKS} chunks ${STREAM_GAP_MS} ms apart, clean = every chunk and [DONE], no gap over ${CLEAN_GAP_MS} ms:`);
@@ -331,7 +334,7 @@ async function main(): Promise<void> {
     lines.push(`  CPU per call: ${(g.cpuUsPerCall! / b.cpuUsPerCall!).toFixed(2)}x the bare proxy's (${Math.round(g.cpuUsPerCall!)} vs ${Math.round(b.cpuUsPerCall!)} µs; target 2.0x or less): ${verdict(g.cpuUsPerCall! <= 2 * b.cpuUsPerCall!)}`);
     lines.push(`  sustained rate: ${(g.sustained / b.sustained).toFixed(2)} of the bare proxy's (${Math.round(g.sustained)} vs ${Math.round(b.sustained)}/s; target 0.5 or more): ${verdict(g.sustained >= 0.5 * b.sustained)}`);
     lines.push(`  added p99 at 1 connection: ${(g.p99At1 - direct.p99At1).toFixed(3)} ms vs the bare proxy's ${(b.p99At1 - direct.p99At1).toFixed(3)} ms (target its + 1 ms or less): ${verdict(g.p99At1 - b.p99At1 <= 1)}`);
-    lines.push(`  concurrent streams held clean on one core: ${held.gengate} (the bare proxy ${held['bare proxy']}; target 2048): ${verdict(held.gengate >= 2048)}`);
+    lines.push(`  concurrent streams held clean on one core (every step up to it clean): ${held.gengate} (the bare proxy ${held['bare proxy']}; target 2048): ${verdict(held.gengate >= 2048)}`);
     lines.push(`  RSS peak: ${peakRss.gengate.toFixed(0)} MB (target 300 MB or less): ${verdict(peakRss.gengate <= 300)}`);
     process.stdout.write(lines.join('\n') + '\n');
   } finally {
