@@ -311,15 +311,15 @@ async function main(): Promise<void> {
     const streams: Record<string, string[]> = { 'bare proxy': [], gengate: [] };
     /** The largest step up to which every step arrived clean: a burst of 4,096 clean after one of 2,048 that was not says nothing of 2,048. */
     const held: Record<string, number> = { 'bare proxy': 0, gengate: 0 };
-    const broken = new Set<string>();
     for (const target of targets.slice(1)) {
       await streamCapacity(target, 64); // warm-up
+      let cleanSoFar = true;
       for (const count of STREAM_STEPS) {
         stepPeak = { pid: target.pid!, mb: 0 };
         const result = await streamCapacity(target, count);
         streams[target.name]!.push(`${count}: ${result.clean} clean (worst gap ${result.worstGapMs} ms, slowest first chunk ${result.worstFirstMs} ms, RSS peak ${stepPeak.mb.toFixed(0)} MB)`);
-        if (result.clean !== count) broken.add(target.name);
-        else if (!broken.has(target.name)) held[target.name] = count;
+        cleanSoFar &&= result.clean === count;
+        if (cleanSoFar) held[target.name] = count;
       }
     }
     lines.push(`streams of ${STREAM_CHUNKS} chunks ${STREAM_GAP_MS} ms apart, clean = every chunk and [DONE], no gap over ${CLEAN_GAP_MS} ms:`);
